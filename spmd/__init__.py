@@ -1,0 +1,76 @@
+"""spmd: write array code for one device, run it over many (SPMD parallelism on NumPy)."""
+
+from spmd import debug, sharding, tree_util
+from spmd.config import config
+from spmd.errors import (
+    AxisNameError,
+    ConfigError,
+    DistributedError,
+    ShapeError,
+    ShardingError,
+    SpmdError,
+    SpmdTypeError,
+)
+from spmd.runtime.array import Array, Shard
+from spmd.runtime.device import (
+    CpuDevice,
+    Device,
+    device_count,
+    devices,
+    local_device_count,
+    local_devices,
+    process_count,
+    process_index,
+)
+from spmd.runtime.put import (
+    device_put,
+    make_array_from_callback,
+    make_array_from_process_local_data,
+    make_array_from_single_device_arrays,
+)
+from spmd.sharding import (
+    Mesh,
+    NamedSharding,
+    P,
+    PartitionSpec,
+    Sharding,
+    SingleDeviceSharding,
+    make_mesh,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Array",
+    "AxisNameError",
+    "ConfigError",
+    "CpuDevice",
+    "Device",
+    "DistributedError",
+    "Mesh",
+    "NamedSharding",
+    "P",
+    "PartitionSpec",
+    "Shard",
+    "ShapeError",
+    "Sharding",
+    "ShardingError",
+    "SingleDeviceSharding",
+    "SpmdError",
+    "SpmdTypeError",
+    "config",
+    "debug",
+    "device_count",
+    "device_put",
+    "devices",
+    "local_device_count",
+    "local_devices",
+    "make_array_from_callback",
+    "make_array_from_process_local_data",
+    "make_array_from_single_device_arrays",
+    "make_mesh",
+    "process_count",
+    "process_index",
+    "sharding",
+    "tree_util",
+]

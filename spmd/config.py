@@ -1,0 +1,81 @@
+"""Process-wide settings: their defaults, environment overrides and validated updates."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from spmd.errors import ConfigError
+
+
+def _positive_int(name: str, value: Any) -> int:
+    if isinstance(value, str):
+        value = value.strip()
+        if not value.isdigit():
+            raise ConfigError(f"{name} must be a positive integer, got {value!r}.")
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError(f"{name} must be a positive integer, got {value!r}.")
+    return value
+
+
+@dataclass(frozen=True)
+class _Option:
+    default: Any
+    env: str
+    parse: Callable[[str, Any], Any]
+    frozen_after: str  # what, once it happened, makes later updates meaningless
+
+
+_OPTIONS = {
+    "num_cpu_devices": _Option(8, "SPMD_NUM_CPU_DEVICES", _positive_int, "devices were created"),
+}
+
+
+class Config:
+    """Settings read from the environment and changed with ``update`` before first use.
+
+    Example: ``spmd.config.update("num_cpu_devices", 4)`` before the first ``spmd.devices()``.
+    """
+
+    def __init__(self) -> None:
+        self._values: dict[str, Any] = {}
+        self._frozen: set[str] = set()
+
+    def _read(self, name: str) -> Any:
+        option = _OPTIONS[name]
+        if name not in self._values:
+            raw = os.environ.get(option.env)
+            value = option.default if raw is None else option.parse(option.env, raw)
+            self._values[name] = value
+        return self._values[name]
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_") or name not in _OPTIONS:
+            raise AttributeError(name)
+        return self._read(name)
+
+    def update(self, name: str, value: Any) -> None:
+        """Set option ``name``; raises ConfigError if the option took effect already."""
+        if name not in _OPTIONS:
+            known = ", ".join(sorted(_OPTIONS))
+            raise ConfigError(f"Unknown config option {name!r}. Known options: {known}.")
+        option = _OPTIONS[name]
+        value = option.parse(name, value)
+        if name in self._frozen and value != self._read(name):
+            raise ConfigError(
+                f"config.update({name!r}, {value!r}) came too late: {option.frozen_after} with "
+                f"{name}={self._read(name)}. Call it before the first use of spmd "
+                f"(or set {option.env}={value} in the environment)."
+            )
+        self._values[name] = value
+
+    def _freeze(self, name: str) -> Any:
+        """Mark ``name`` as having taken effect and return its value."""
+        self._frozen.add(name)
+        return self._read(name)
+
+
+config = Config()

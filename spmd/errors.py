@@ -1,0 +1,64 @@
+"""The error hierarchy of spmd, and helpers that write sizes, avals and pytree paths in messages."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+
+class SpmdError(Exception):
+    """Base class of every error spmd raises on bad input."""
+
+
+class ShardingError(SpmdError, ValueError):
+    """A mesh, partition spec or sharding is invalid, or does not fit an array."""
+
+
+class AxisNameError(SpmdError, NameError):
+    """A collective or spec names a mesh axis that is not bound."""
+
+
+class ShapeError(SpmdError, ValueError):
+    """Shapes do not agree: an argument, a shard or a callback result has the wrong shape."""
+
+
+class DistributedError(SpmdError, RuntimeError):
+    """Processes disagree, or a multi-process setting is used wrongly."""
+
+
+class ConfigError(SpmdError, RuntimeError):
+    """A configuration option is unknown, invalid, or changed after it took effect."""
+
+
+class SpmdTypeError(SpmdError, TypeError):
+    """An argument has a type (or dtype) spmd cannot use."""
+
+
+_DTYPE_SHORT = {
+    "bool": "bool",
+    "int8": "i8",
+    "int16": "i16",
+    "int32": "i32",
+    "int64": "i64",
+    "uint8": "u8",
+    "uint16": "u16",
+    "uint32": "u32",
+    "uint64": "u64",
+    "float16": "f16",
+    "float32": "f32",
+    "float64": "f64",
+    "complex64": "c64",
+    "complex128": "c128",
+}
+
+
+def aval_str(shape: Sequence[int], dtype) -> str:
+    """Write a shape and dtype the way JAX does: ``f32[4,8]``."""
+    name = np.dtype(dtype).name
+    return f"{_DTYPE_SHORT.get(name, name)}[{','.join(str(int(d)) for d in shape)}]"
+
+
+def shape_str(shape: Sequence[int]) -> str:
+    """Write a shape as a tuple, ``(4, 8)``, also for rank 0 and 1."""
+    return repr(tuple(int(d) for d in shape))

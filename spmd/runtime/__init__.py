@@ -1,0 +1,1 @@
+"""Devices, device buffers and the Arrays built from them."""

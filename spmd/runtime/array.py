@@ -1,0 +1,225 @@
+"""Array: an immutable global array whose data lives in per-device shard buffers."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from spmd.errors import SpmdTypeError, aval_str
+from spmd.runtime.device import Device
+from spmd.sharding.layout import bounds_to_slices
+from spmd.sharding.named import NamedSharding, Sharding, SingleDeviceSharding
+
+
+@dataclass(frozen=True)
+class Shard:
+    """One device's piece of an Array: where it sits in the global array, and its data."""
+
+    device: Device
+    index: tuple[slice, ...]
+    replica_id: int
+    _buffer: np.ndarray = field(repr=False)
+
+    @property
+    def data(self) -> Array:
+        """This shard as an Array committed to its device."""
+        return Array._from_buffers(
+            SingleDeviceSharding(self.device), {self.device: self._buffer}, self._buffer.shape
+        )
+
+
+class Array:
+    """A global array split into shards, each held by one device.
+
+    Build one with ``spmd.device_put(x, sharding)``. Arrays never change: operations make new
+    ones. ``np.asarray(a)`` gathers the global value.
+    """
+
+    __slots__ = ("__weakref__", "_buffers", "_dtype", "_npy_value", "_shape", "_sharding")
+    __array_priority__ = 100
+
+    @classmethod
+    def _from_buffers(
+        cls, sharding: Sharding, buffers: dict[Device, np.ndarray], shape: tuple[int, ...]
+    ) -> Array:
+        """Wrap read-only per-device buffers (one per addressable device of ``sharding``)."""
+        self = object.__new__(cls)
+        self._sharding = sharding
+        self._buffers = buffers
+        self._shape = tuple(shape)
+        self._dtype = next(iter(buffers.values())).dtype
+        self._npy_value = None
+        return self
+
+    def __init__(self, *args, **kwargs) -> None:
+        raise SpmdTypeError(
+            "spmd.Array is not built directly; use spmd.device_put(x, sharding) or "
+            "spmd.make_array_from_callback(shape, sharding, callback)."
+        )
+
+    # ---- metadata -----------------------------------------------------------------
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self._shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self._dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self._shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self._shape, dtype=np.int64))
+
+    @property
+    def itemsize(self) -> int:
+        return self._dtype.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self._dtype.itemsize
+
+    @property
+    def sharding(self) -> Sharding:
+        return self._sharding
+
+    @property
+    def is_fully_replicated(self) -> bool:
+        return self._sharding.is_fully_replicated
+
+    @property
+    def is_fully_addressable(self) -> bool:
+        return self._sharding.is_fully_addressable
+
+    def devices(self) -> set[Device]:
+        return self._sharding.device_set
+
+    # ---- shards -------------------------------------------------------------------
+    def _shards(self, devices) -> list[Shard]:
+        layout = self._sharding.layout(self._shape)
+        indices = self._sharding.devices_indices_map(self._shape)
+        return [
+            Shard(d, indices[d], layout.replica_ids[layout.position[d]], self._buffers[d])
+            for d in layout.devices
+            if d in devices
+        ]
+
+    @property
+    def addressable_shards(self) -> list[Shard]:
+        """The shards held by this process's devices, in the sharding's device order."""
+        return self._shards(self._buffers)
+
+    @property
+    def global_shards(self) -> list[Shard]:
+        if not self.is_fully_addressable:
+            raise SpmdTypeError("global_shards needs every shard here; use addressable_shards.")
+        return self._shards(self._buffers)
+
+    def block_until_ready(self) -> Array:
+        return self
+
+    # ---- conversion to host values -----------------------------------------------
+    def _value(self) -> np.ndarray:
+        if self._npy_value is None:
+            if not self.is_fully_addressable:
+                raise SpmdTypeError(
+                    f"Array {aval_str(self._shape, self._dtype)} spans several processes; "
+                    f"gather it first with spmd.multihost_utils.process_allgather."
+                )
+            layout = self._sharding.layout(self._shape)
+            if len(layout.holders) == 1:
+                value = next(iter(self._buffers.values()))
+            else:
+                value = np.empty(self._shape, self._dtype)
+                for block, holders in layout.holders.items():
+                    value[bounds_to_slices(layout.bounds(block))] = self._buffers[holders[0]]
+                value.flags.writeable = False
+            self._npy_value = value
+        return self._npy_value
+
+    def __array__(self, dtype=None, copy=None) -> np.ndarray:
+        value = self._value()
+        if copy is False and dtype is not None and np.dtype(dtype) != self._dtype:
+            raise ValueError("converting the dtype needs a copy, but copy=False was given")
+        if copy or (dtype is not None and np.dtype(dtype) != self._dtype):
+            return np.array(value, dtype=dtype, copy=True)
+        return value
+
+    def tolist(self):
+        return self._value().tolist()
+
+    def item(self, *args):
+        return self._value().item(*args)
+
+    def __bool__(self) -> bool:
+        return bool(self._value())
+
+    def __int__(self) -> int:
+        return int(self._value())
+
+    def __float__(self) -> float:
+        return float(self._value())
+
+    def __complex__(self) -> complex:
+        return complex(self._value())
+
+    def __index__(self) -> int:
+        return self._value().__index__()
+
+    # ---- sequence protocol ---------------------------------------------------------
+    def __len__(self) -> int:
+        if not self._shape:
+            raise TypeError("len() of unsized object (a 0-d spmd.Array)")
+        return self._shape[0]
+
+    def __iter__(self) -> Iterator[Array]:
+        """Rows as Arrays, laid out as this array's trailing dimensions are."""
+        if not self._shape:
+            raise TypeError("iteration over a 0-d spmd.Array")
+        from spmd.runtime.put import device_put
+
+        sharding = _row_sharding(self._sharding)
+        value = self._value()
+        return (device_put(value[i], sharding) for i in range(self._shape[0]))
+
+    def __setitem__(self, index, value) -> None:
+        raise SpmdTypeError(
+            "spmd.Array is immutable: its shards cannot be assigned to. Build a new array "
+            "instead, for example with np.asarray(a).copy() and spmd.device_put."
+        )
+
+    __hash__ = None  # arrays compare elementwise, so, as in NumPy, they are unhashable
+
+    # ---- display -------------------------------------------------------------------
+    def __repr__(self) -> str:
+        value = self._value()
+        if value.size == 0:
+            return f"Array([], shape={self._shape}, dtype={self._dtype.name})"
+        body = np.array2string(value, separator=", ", prefix="Array(")
+        return f"Array({body}, dtype={self._dtype.name})"
+
+    def __str__(self) -> str:
+        return str(self._value())
+
+    def __format__(self, spec: str) -> str:
+        if self.ndim == 0:
+            return format(self._value().item(), spec)
+        return format(str(self), spec)
+
+    def _repr_html_(self) -> str:
+        from spmd.sharding.visualize import sharding_html
+
+        return sharding_html(self._shape, self._dtype, self._sharding)
+
+
+def _row_sharding(sharding: Sharding) -> Sharding:
+    """The sharding of ``x[i]`` given ``x``'s: the leading dimension's split is dropped."""
+    if isinstance(sharding, NamedSharding):
+        return NamedSharding(sharding.mesh, type(sharding.spec)(*sharding.spec[1:]),
+                             sharding.memory_kind)
+    return sharding

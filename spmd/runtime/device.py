@@ -1,0 +1,116 @@
+"""Devices and processes: the virtual CPU devices of this process and the queries over them."""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+from spmd.config import config
+from spmd.errors import SpmdTypeError
+
+
+@dataclass
+class _ProcessInfo:
+    index: int = 0
+    count: int = 1
+
+
+_process = _ProcessInfo()
+
+
+class Device:
+    """One device of the mesh: holds shard buffers and runs one copy of the per-device program."""
+
+    platform: str = ""
+    device_kind: str = ""
+    __slots__ = ("id", "process_index")
+
+    def __init__(self, id: int, process_index: int = 0) -> None:
+        self.id = id
+        self.process_index = process_index
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(id={self.id})"
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, Device) and self.platform == other.platform and self.id == other.id
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.platform, self.id))
+
+    def __lt__(self, other: Device) -> bool:
+        return (self.platform, self.id) < (other.platform, other.id)
+
+    @property
+    def label(self) -> str:
+        """Short name used in pictures, as JAX draws it: ``CPU 3``."""
+        return f"{self.platform.upper()} {self.id}"
+
+
+class CpuDevice(Device):
+    """A virtual CPU device; several of them share this process's cores and memory."""
+
+    platform = "cpu"
+    device_kind = "cpu"
+    __slots__ = ()
+
+
+@functools.cache
+def _cpu_devices() -> tuple[CpuDevice, ...]:
+    count = config._freeze("num_cpu_devices")
+    return tuple(CpuDevice(i) for i in range(count))
+
+
+def devices(platform: str | None = None) -> list[Device]:
+    """All devices of all processes, ordered by id.
+
+    Example: ``spmd.devices()`` → ``[CpuDevice(id=0), …, CpuDevice(id=7)]``.
+    """
+    if platform not in (None, "cpu"):
+        raise SpmdTypeError(
+            f"devices(platform={platform!r}): no such platform here. Available platforms: 'cpu'."
+        )
+    return list(_cpu_devices())
+
+
+def local_devices(process_index: int | None = None) -> list[Device]:
+    """The devices attached to this process (or to ``process_index``)."""
+    index = _process.index if process_index is None else process_index
+    return [d for d in devices() if d.process_index == index]
+
+
+def device_count() -> int:
+    """Number of devices across all processes."""
+    return len(devices())
+
+
+def local_device_count() -> int:
+    """Number of devices attached to this process."""
+    return len(local_devices())
+
+
+def process_index() -> int:
+    """Index of this process among all processes (0 when running alone)."""
+    return _process.index
+
+
+def process_count() -> int:
+    """Number of processes taking part (1 when running alone)."""
+    return _process.count
+
+
+def default_device() -> Device:
+    """Where unsharded data goes when no device is named: the first local device."""
+    return local_devices()[0]
+
+
+def check_device(value: object, argument: str) -> Device:
+    """Return ``value`` if it is a Device, else raise naming ``argument``."""
+    if not isinstance(value, Device):
+        raise SpmdTypeError(
+            f"{argument} must be a Device such as spmd.devices()[0], got {type(value).__name__} "
+            f"{value!r}."
+        )
+    return value

@@ -1,0 +1,17 @@
+"""Meshes, partition specs and shardings (re-exports)."""
+
+from spmd.sharding.mesh import Mesh, current_mesh, make_mesh
+from spmd.sharding.named import MEMORY_KINDS, NamedSharding, Sharding, SingleDeviceSharding
+from spmd.sharding.spec import P, PartitionSpec
+
+__all__ = [
+    "MEMORY_KINDS",
+    "Mesh",
+    "NamedSharding",
+    "P",
+    "PartitionSpec",
+    "Sharding",
+    "SingleDeviceSharding",
+    "current_mesh",
+    "make_mesh",
+]

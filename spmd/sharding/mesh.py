@@ -1,0 +1,180 @@
+"""Mesh: an n-dimensional grid of devices with named axes, and the mesh in scope."""
+
+from __future__ import annotations
+
+import contextvars
+import math
+from collections import OrderedDict
+from collections.abc import Sequence
+
+import numpy as np
+
+from spmd.errors import ShardingError
+from spmd.runtime.device import Device, devices as all_devices, process_index
+
+_mesh_stack: contextvars.ContextVar[tuple[Mesh, ...]] = contextvars.ContextVar(
+    "spmd_mesh_stack", default=()
+)
+
+
+def _device_grid(devices: object) -> np.ndarray:
+    grid = np.array(devices, dtype=object)
+    for index, item in np.ndenumerate(grid):
+        if not isinstance(item, Device):
+            raise ShardingError(
+                f"Mesh devices must all be Device objects, but the entry at {index} is "
+                f"{item!r} ({type(item).__name__}). Build meshes from spmd.devices()."
+            )
+    return grid
+
+
+class Mesh:
+    """Devices laid out on a grid whose axes have names.
+
+    Example: ``Mesh(np.array(spmd.devices()).reshape(2, 4), ('x', 'y'))``.
+    """
+
+    __slots__ = ("_axis_names", "_devices", "_hash", "_key")
+
+    def __init__(self, devices: np.ndarray | Sequence, axis_names: str | Sequence[str]) -> None:
+        if isinstance(axis_names, str):
+            axis_names = (axis_names,)
+        axis_names = tuple(axis_names)
+        for name in axis_names:
+            if not isinstance(name, str):
+                raise ShardingError(
+                    f"Mesh axis_names must be strings, got {name!r} ({type(name).__name__}) in "
+                    f"{axis_names!r}."
+                )
+        if len(set(axis_names)) != len(axis_names):
+            twice = sorted({n for n in axis_names if axis_names.count(n) > 1})
+            raise ShardingError(
+                f"Mesh axis_names {axis_names!r} repeat {', '.join(map(repr, twice))}; each "
+                f"axis needs its own name."
+            )
+        grid = _device_grid(devices)
+        if grid.ndim != len(axis_names):
+            raise ShardingError(
+                f"Mesh got a device array of shape {grid.shape} ({grid.ndim} dimensions) but "
+                f"{len(axis_names)} axis_names {axis_names!r}; give one name per dimension, or "
+                f"reshape the devices, e.g. np.array(devices).reshape(...)."
+            )
+        ids = [d.id for d in grid.flat]
+        if len(set(ids)) != len(ids):
+            twice = sorted({i for i in ids if ids.count(i) > 1})
+            raise ShardingError(
+                f"Mesh devices repeat device ids {twice}; a device can appear once in a mesh."
+            )
+        grid.flags.writeable = False
+        self._devices = grid
+        self._axis_names = axis_names
+        self._key = (tuple(grid.flat), grid.shape, axis_names)
+        self._hash = hash(self._key)
+
+    @property
+    def devices(self) -> np.ndarray:
+        """The device grid (read-only), one array dimension per mesh axis."""
+        return self._devices
+
+    @property
+    def axis_names(self) -> tuple[str, ...]:
+        return self._axis_names
+
+    @property
+    def shape(self) -> OrderedDict[str, int]:
+        """Axis name → size, in axis order."""
+        return OrderedDict(zip(self._axis_names, self._devices.shape, strict=True))
+
+    @property
+    def axis_sizes(self) -> tuple[int, ...]:
+        return self._devices.shape
+
+    @property
+    def shape_tuple(self) -> tuple[tuple[str, int], ...]:
+        return tuple(zip(self._axis_names, self._devices.shape, strict=True))
+
+    @property
+    def size(self) -> int:
+        return self._devices.size
+
+    @property
+    def device_ids(self) -> np.ndarray:
+        return np.vectorize(lambda d: d.id, otypes=[int])(self._devices)
+
+    @property
+    def local_devices(self) -> list[Device]:
+        here = process_index()
+        return [d for d in self._devices.flat if d.process_index == here]
+
+    @property
+    def is_multi_process(self) -> bool:
+        return len({d.process_index for d in self._devices.flat}) > 1
+
+    def axis_size(self, name: str) -> int:
+        return self._devices.shape[self.axis_index(name)]
+
+    def axis_index(self, name: str) -> int:
+        """Position of axis ``name`` in ``axis_names``; raises ShardingError if absent."""
+        try:
+            return self._axis_names.index(name)
+        except ValueError:
+            raise ShardingError(
+                f"Mesh axis {name!r} does not exist; this mesh has axes {self._describe()}."
+            ) from None
+
+    def _describe(self) -> str:
+        return ", ".join(f"{n!r} (size {s})" for n, s in self.shape_tuple) or "none"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Mesh) and self._key == other._key
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __repr__(self) -> str:
+        return f"Mesh({', '.join(f'{n!r}: {s}' for n, s in self.shape_tuple)})"
+
+    def __enter__(self) -> Mesh:
+        _mesh_stack.set((*_mesh_stack.get(), self))
+        return self
+
+    def __exit__(self, *exc) -> None:
+        _mesh_stack.set(_mesh_stack.get()[:-1])
+
+
+def current_mesh() -> Mesh | None:
+    """The mesh of the innermost ``with mesh:`` block, or None."""
+    stack = _mesh_stack.get()
+    return stack[-1] if stack else None
+
+
+def make_mesh(
+    axis_shapes: Sequence[int], axis_names: Sequence[str], devices: Sequence[Device] | None = None
+) -> Mesh:
+    """A mesh of the given shape over ``devices`` (default: all devices, in id order).
+
+    Example: ``spmd.make_mesh((2, 4), ('x', 'y'))``.
+    """
+    axis_shapes = tuple(axis_shapes)
+    axis_names = (axis_names,) if isinstance(axis_names, str) else tuple(axis_names)
+    if len(axis_shapes) != len(axis_names):
+        raise ShardingError(
+            f"make_mesh got {len(axis_shapes)} axis_shapes {axis_shapes} but {len(axis_names)} "
+            f"axis_names {axis_names}; give one name per axis."
+        )
+    for size in axis_shapes:
+        if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1:
+            raise ShardingError(
+                f"make_mesh axis_shapes {axis_shapes} must be positive integers; {size!r} is not."
+            )
+    devices = all_devices() if devices is None else list(np.asarray(devices, dtype=object).flat)
+    needed = math.prod(axis_shapes)
+    if needed != len(devices):
+        raise ShardingError(
+            f"make_mesh: axis_shapes {axis_shapes} need {needed} devices, but {len(devices)} "
+            f"were given. Choose axis sizes whose product is {len(devices)}, or pass "
+            f"devices=spmd.devices()[:{needed}]."
+        )
+    grid = np.empty(len(devices), dtype=object)
+    grid[:] = devices
+    return Mesh(grid.reshape(axis_shapes), axis_names)
