@@ -62,3 +62,8 @@ def aval_str(shape: Sequence[int], dtype) -> str:
 def shape_str(shape: Sequence[int]) -> str:
     """Write a shape as a tuple, ``(4, 8)``, also for rank 0 and 1."""
     return repr(tuple(int(d) for d in shape))
+
+
+def plural(count: int, singular: str, plural_form: str | None = None) -> str:
+    """``plural(1, 'entry', 'entries')`` → ``1 entry``; ``plural(2, 'device')`` → ``2 devices``."""
+    return f"{count} {singular if count == 1 else plural_form or singular + 's'}"

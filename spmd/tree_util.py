@@ -15,7 +15,7 @@ PyTreeDef = optree.PyTreeSpec
 
 
 def tree_flatten(tree: Any, is_leaf: Callable[[Any], bool] | None = None):
-    """``(leaves, treedef)``. Example: ``tree_flatten({'a': 1, 'b': (2, 3)})`` → ``([1, 2, 3], …)``."""
+    """``(leaves, treedef)``. Example: ``tree_flatten({'a': 1, 'b': [2]})[0]`` → ``[1, 2]``."""
     return optree.tree_flatten(tree, is_leaf, namespace=NAMESPACE)
 
 
@@ -35,7 +35,7 @@ def tree_structure(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> P
 
 
 def tree_map(f: Callable, tree: Any, *rest: Any, is_leaf: Callable[[Any], bool] | None = None):
-    """Apply ``f`` leafwise. Example: ``tree_map(lambda x: x * 2, [1, (2, 3)])`` → ``[2, (4, 6)]``."""
+    """Apply ``f`` leafwise. Example: ``tree_map(lambda x: 2 * x, [1, (2,)])`` → ``[2, (4,)]``."""
     return optree.tree_map(f, tree, *rest, is_leaf=is_leaf, namespace=NAMESPACE)
 
 
@@ -68,5 +68,5 @@ def register_pytree_node(
 
 
 def keystr(path: Sequence[Any], root: str = "") -> str:
-    """Write a leaf's path as Python indexing: ``keystr(('w', 0), 'params')`` → ``params['w'][0]``."""
+    """A leaf's path as Python indexing: ``keystr(('w', 0), 'params')`` → ``params['w'][0]``."""
     return root + "".join(f"[{key!r}]" for key in path)

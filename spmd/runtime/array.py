@@ -220,6 +220,7 @@ class Array:
 def _row_sharding(sharding: Sharding) -> Sharding:
     """The sharding of ``x[i]`` given ``x``'s: the leading dimension's split is dropped."""
     if isinstance(sharding, NamedSharding):
-        return NamedSharding(sharding.mesh, type(sharding.spec)(*sharding.spec[1:]),
-                             sharding.memory_kind)
+        return NamedSharding(
+            sharding.mesh, type(sharding.spec)(*sharding.spec[1:]), sharding.memory_kind
+        )
     return sharding

@@ -33,9 +33,7 @@ class Device:
         return f"{type(self).__name__}(id={self.id})"
 
     def __eq__(self, other: object) -> bool:
-        return (
-            isinstance(other, Device) and self.platform == other.platform and self.id == other.id
-        )
+        return isinstance(other, Device) and self.platform == other.platform and self.id == other.id
 
     def __hash__(self) -> int:
         return hash((self.platform, self.id))

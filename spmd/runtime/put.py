@@ -15,7 +15,7 @@ from spmd.sharding.mesh import current_mesh
 from spmd.sharding.named import NamedSharding, Sharding, SingleDeviceSharding
 from spmd.sharding.spec import PartitionSpec
 from spmd.sharding.transfer import plan_transfer
-from spmd.tree_util import keystr, tree_broadcast_prefix, tree_map_with_path
+from spmd.tree_util import keystr, tree_broadcast_prefix, tree_map, tree_map_with_path
 
 _NUMERIC_KINDS = "biufc"  # bool, signed, unsigned, float, complex
 
@@ -83,11 +83,19 @@ def _is_target(x: Any) -> bool:
     return x is None or isinstance(x, (Sharding, Device, PartitionSpec))
 
 
+def _is_python_data(x: Any) -> bool:
+    """Whether ``x`` is a (nested) list or tuple of Python numbers: array data, not a pytree."""
+    if type(x) in (list, tuple):
+        return all(_is_python_data(item) for item in x)
+    return isinstance(x, (bool, int, float, complex))
+
+
 def device_put(x: Any, device_or_sharding: Any = None) -> Any:
     """Place ``x`` (an array, scalar, list or pytree of them) on devices as a sharded Array.
 
     ``device_or_sharding`` is a Device, a Sharding, a PartitionSpec (inside ``with mesh:``),
-    None (the default device; an Array stays as it is), or a pytree prefix of those. An Array
+    None (the default device; an Array stays as it is), or a pytree prefix of those. Nested
+    lists of Python numbers are data (one Array); other containers are pytrees. An Array
     given a new sharding is resharded, moving only the pieces its devices lack.
 
     Example: ``device_put(np.arange(32.).reshape(4, 8), NamedSharding(mesh, P('x', 'y')))``.
@@ -95,15 +103,16 @@ def device_put(x: Any, device_or_sharding: Any = None) -> Any:
     if _is_target(device_or_sharding):
         targets = None
     else:
-        targets = tree_broadcast_prefix(device_or_sharding, x, is_leaf=_is_target)
+        full = tree_map(lambda _: None, x, is_leaf=_is_python_data)
+        targets = tree_broadcast_prefix(device_or_sharding, full, is_leaf=_is_target)
 
     def put(path, leaf, target=device_or_sharding):
         argument = keystr(path, "x")
         return _put_one(leaf, _target(target, argument), argument)
 
     if targets is None:
-        return tree_map_with_path(put, x)
-    return tree_map_with_path(put, x, targets, is_leaf=None)
+        return tree_map_with_path(put, x, is_leaf=_is_python_data)
+    return tree_map_with_path(put, x, targets, is_leaf=_is_python_data)
 
 
 def _put_one(x: Any, sharding: Sharding | None, argument: str) -> Array:

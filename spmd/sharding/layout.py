@@ -64,7 +64,8 @@ class Layout:
     @functools.cached_property
     def replica_ids(self) -> tuple[int, ...]:
         """For each device, its rank among the devices that hold the same block."""
-        return tuple(self.holders[b].index(d) for d, b in zip(self.devices, self.blocks, strict=True))
+        pairs = zip(self.devices, self.blocks, strict=True)
+        return tuple(self.holders[block].index(device) for device, block in pairs)
 
     @property
     def replication(self) -> int:

@@ -10,7 +10,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from spmd.errors import ShardingError
-from spmd.runtime.device import Device, devices as all_devices, process_index
+from spmd.runtime.device import Device, process_index
+from spmd.runtime.device import devices as all_devices
 
 _mesh_stack: contextvars.ContextVar[tuple[Mesh, ...]] = contextvars.ContextVar(
     "spmd_mesh_stack", default=()

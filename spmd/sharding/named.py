@@ -1,11 +1,11 @@
-"""Shardings: how an array's global shape maps onto devices (NamedSharding, SingleDeviceSharding)."""
+"""Shardings: how an array's global shape maps onto devices (named, or on a single device)."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
 
-from spmd.errors import ShardingError, SpmdTypeError, shape_str
+from spmd.errors import ShardingError, SpmdTypeError, plural, shape_str
 from spmd.runtime.device import Device, check_device, process_index
 from spmd.sharding.layout import Layout, mesh_layout, whole_layout
 from spmd.sharding.mesh import Mesh
@@ -116,8 +116,10 @@ class Sharding:
             return False
         shape = (1,) * ndim  # the block assignment does not depend on sizes
         mine, theirs = self.layout(shape), other.layout(shape)
-        return mine.devices == theirs.devices and mine.parts == theirs.parts and (
-            mine.blocks == theirs.blocks
+        return (
+            mine.devices == theirs.devices
+            and mine.parts == theirs.parts
+            and mine.blocks == theirs.blocks
         )
 
 
@@ -129,9 +131,7 @@ class NamedSharding(Sharding):
 
     __slots__ = ("_dims_key", "_memory_kind", "_mesh", "_spec")
 
-    def __init__(
-        self, mesh: Mesh, spec: PartitionSpec, memory_kind: str | None = None
-    ) -> None:
+    def __init__(self, mesh: Mesh, spec: PartitionSpec, memory_kind: str | None = None) -> None:
         if not isinstance(mesh, Mesh):
             raise SpmdTypeError(
                 f"NamedSharding mesh must be a Mesh, got {type(mesh).__name__}; build one with "
@@ -188,8 +188,9 @@ class NamedSharding(Sharding):
     def _layout(self, global_shape: tuple[int, ...]) -> Layout:
         if len(self._spec) > len(global_shape):
             raise ShardingError(
-                f"{self._spec!r} has {len(self._spec)} entries but the array of shape "
-                f"{shape_str(global_shape)} has only {len(global_shape)} dimension(s); a spec "
+                f"{self._spec!r} has {plural(len(self._spec), 'entry', 'entries')} but the array "
+                f"of shape {shape_str(global_shape)} has only "
+                f"{plural(len(global_shape), 'dimension')}; a spec "
                 f"needs at most one entry per dimension. Drop the extra entries "
                 f"(P() for a scalar), or reshape the array."
             )

@@ -12,7 +12,7 @@ import itertools
 import math
 from dataclasses import dataclass
 
-from spmd.sharding.layout import Bounds, Layout, bounds_to_slices, blocks_overlapping
+from spmd.sharding.layout import Bounds, Layout, blocks_overlapping, bounds_to_slices
 
 
 @dataclass(frozen=True)
@@ -59,7 +59,9 @@ def _fmt(index: tuple[slice, ...]) -> str:
 
 
 def _relative(piece: Bounds, origin: Bounds) -> tuple[slice, ...]:
-    return bounds_to_slices(tuple((a - o, b - o) for (a, b), (o, _) in zip(piece, origin)))
+    return bounds_to_slices(
+        tuple((a - o, b - o) for (a, b), (o, _) in zip(piece, origin, strict=True))
+    )
 
 
 @functools.lru_cache(maxsize=1024)

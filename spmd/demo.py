@@ -1,0 +1,64 @@
+"""A short tour of spmd on the default virtual devices, printed as it runs."""
+
+import numpy as np
+from rich.console import Console
+
+import spmd
+from spmd import NamedSharding, P
+from spmd.debug import visualize_array_sharding
+
+console = Console()
+
+
+def step(title: str, code: str) -> None:
+    console.print(f"\n[bold cyan]── {title}[/]")
+    console.print(f"[dim]>>> {code}[/]", highlight=False)
+
+
+def run() -> None:
+    console.print("[bold]spmd[/]: write array code for one device, run it over many.")
+
+    step("Devices", "spmd.devices()")
+    console.print(spmd.devices())
+
+    step("A 2×4 mesh of those devices", "mesh = spmd.make_mesh((2, 4), ('x', 'y'))")
+    mesh = spmd.make_mesh((2, 4), ("x", "y"))
+    console.print(mesh, "device ids:", mesh.device_ids.tolist())
+
+    x = np.arange(32.0, dtype=np.float32).reshape(4, 8)
+    for spec, note in [
+        (P("x", "y"), "rows split over x, columns over y"),
+        (P("x"), "rows split over x, replicated over y"),
+        (P(None, ("x", "y")), "columns split over all 8 devices, x major"),
+        (P(), "fully replicated"),
+    ]:
+        step(note, f"a = spmd.device_put(x, NamedSharding(mesh, {spec!r}))")
+        a = spmd.device_put(x, NamedSharding(mesh, spec))
+        console.print(f"shard shape {a.sharding.shard_shape(a.shape)}")
+        visualize_array_sharding(a)
+
+    step(
+        "Uneven shards: a (5, 6) array on the 2×4 mesh",
+        "u = spmd.device_put(np.arange(30.).reshape(5, 6), NamedSharding(mesh, P('x', 'y')))",
+    )
+    u = spmd.device_put(np.arange(30.0).reshape(5, 6), NamedSharding(mesh, P("x", "y")))
+    for shard in u.addressable_shards:
+        console.print(f"{shard.device}: index {shard.index}, shape {shard.data.shape}")
+    visualize_array_sharding(u)
+
+    step(
+        "Rank 3: one grid per block of the leading dimension",
+        "t = spmd.device_put(np.zeros((4, 4, 8)), NamedSharding(mesh, P('x', None, 'y')))",
+    )
+    t = spmd.device_put(np.zeros((4, 4, 8)), NamedSharding(mesh, P("x", None, "y")))
+    visualize_array_sharding(t)
+
+    step(
+        "Resharding moves only what each device lacks",
+        "b = spmd.device_put(a, NamedSharding(mesh, P('y', 'x')))",
+    )
+    a = spmd.device_put(x, NamedSharding(mesh, P("x", "y")))
+    b = spmd.device_put(a, NamedSharding(mesh, P("y", "x")))
+    visualize_array_sharding(b)
+    console.print("round trip exact:", bool((np.asarray(b) == x).all()))
+    console.print(repr(b))
