@@ -8,7 +8,7 @@ settings.register_profile(
     "spmd",
     derandomize=True,
     deadline=None,
-    max_examples=int(os.environ.get("SPMD_TEST_EXAMPLES", "150")),
+    max_examples=int(os.environ.get("SPMD_TEST_EXAMPLES", "300")),
     suppress_health_check=[HealthCheck.too_slow],
     print_blob=True,
 )

@@ -4,7 +4,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 import spmd
-from spmd import Mesh, NamedSharding, P
+from spmd import Mesh, NamedSharding, P, Sharding, SingleDeviceSharding
 
 AXIS_NAMES = ("x", "y", "z")
 DTYPES = (np.bool_, np.int32, np.int64, np.float32, np.float64, np.complex64)
@@ -46,6 +46,14 @@ def shardings(draw, ndim: int, device_counts=(1, 2, 4, 8)) -> NamedSharding:
     mesh = draw(meshes(device_counts))
     kind = draw(st.sampled_from(("device", "pinned_host")))
     return NamedSharding(mesh, draw(specs(mesh, ndim)), kind)
+
+
+@st.composite
+def any_shardings(draw, ndim: int) -> Sharding:
+    """A NamedSharding, or now and then the whole array on one device."""
+    if draw(st.integers(0, 4)) == 0:
+        return SingleDeviceSharding(draw(st.sampled_from(spmd.devices())))
+    return draw(shardings(ndim))
 
 
 @st.composite

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 import spmd
 from spmd.sharding.transfer import plan_transfer
-from tests.strategies import arrays, shapes, shardings
+from tests.strategies import any_shardings, arrays, shapes, shardings
 
 
 def chunks(n: int, k: int) -> list[range]:
@@ -96,7 +96,7 @@ def test_replica_ids_number_the_holders_of_each_block_from_zero(case):
 @st.composite
 def resharded(draw):
     shape = draw(shapes)
-    return draw(arrays(shape)), draw(shardings(len(shape))), draw(shardings(len(shape)))
+    return draw(arrays(shape)), draw(any_shardings(len(shape))), draw(any_shardings(len(shape)))
 
 
 @given(resharded())
@@ -129,3 +129,14 @@ def test_transfer_plan_tiles_each_block_and_moves_only_what_the_device_lacks(cas
         counts = coverage(plan.dst_shapes[device], [c.dst_index for c in pieces])
         assert (counts == 1).all(), "pieces must tile the destination block exactly once"
     assert plan.bytes_moved == expected_moved
+
+
+def test_gathering_a_row_split_vector_moves_what_each_device_lacks():
+    mesh = spmd.make_mesh((8,), ("x",))
+    x = spmd.device_put(np.arange(8.0), spmd.NamedSharding(mesh, spmd.P("x")))
+    replicated = spmd.NamedSharding(mesh, spmd.P())
+    plan = plan_transfer(x.sharding.layout((8,)), replicated.layout((8,)), 8)
+    assert plan.bytes_moved == 8 * 7 * 8  # each of 8 devices fetches 7 float64s
+    assert plan.bytes_copied_locally == 8 * 8
+    assert str(plan).splitlines()[0] == "TransferPlan: 64 copies, 448 bytes moved"
+    np.testing.assert_array_equal(np.asarray(spmd.device_put(x, replicated)), np.arange(8.0))
