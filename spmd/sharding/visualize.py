@@ -186,29 +186,21 @@ def visualize_sharding(
     sharding: Sharding,
     *,
     use_color: bool = True,
-    scale: float = 1.0,
-    min_width: int = 9,
     max_width: int = 80,
-    color_map: ColorMap | None = None,
+    **options,
 ) -> None:
     """Print which devices hold which block of an array of ``shape`` laid out by ``sharding``.
 
-    Colors are used only where the terminal shows them; otherwise cells get borders.
+    Colors are used only where the terminal shows them; otherwise cells get borders. Other
+    options (``scale``, ``min_width``, ``color_map``) are those of ``sharding_picture``.
     Example: ``visualize_sharding((4, 8), NamedSharding(mesh, P('x', 'y')))`` draws a 2×4
     grid of cells labelled ``CPU 0`` … ``CPU 7``.
     """
     console = Console(width=max_width)
     use_color = use_color and console.color_system is not None
-    picture = sharding_picture(
-        shape,
-        sharding,
-        use_color=use_color,
-        scale=scale,
-        min_width=min_width,
-        max_width=max_width,
-        color_map=color_map,
+    console.print(
+        sharding_picture(shape, sharding, use_color=use_color, max_width=max_width, **options)
     )
-    console.print(picture)
 
 
 def visualize_array_sharding(arr: Array, **kwargs) -> None:
