@@ -9,6 +9,7 @@ import numpy as np
 
 from spmd.errors import SpmdTypeError, aval_str
 from spmd.runtime.device import Device
+from spmd.runtime.pool import parallel_map
 from spmd.sharding.layout import bounds_to_slices
 from spmd.sharding.named import NamedSharding, Sharding, SingleDeviceSharding
 
@@ -136,8 +137,12 @@ class Array:
                 value = next(iter(self._buffers.values()))
             else:
                 value = np.empty(self._shape, self._dtype)
-                for block, holders in layout.holders.items():
-                    value[bounds_to_slices(layout.bounds(block))] = self._buffers[holders[0]]
+
+                def fill(block: tuple[int, ...]) -> None:
+                    holder = layout.holders[block][0]
+                    value[bounds_to_slices(layout.bounds(block))] = self._buffers[holder]
+
+                parallel_map(fill, layout.holders, self.nbytes)
                 value.flags.writeable = False
             self._npy_value = value
         return self._npy_value

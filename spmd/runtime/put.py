@@ -10,11 +10,12 @@ import numpy as np
 from spmd.errors import DistributedError, ShapeError, ShardingError, SpmdTypeError, aval_str
 from spmd.runtime.array import Array
 from spmd.runtime.device import Device, default_device, process_count, process_index
+from spmd.runtime.pool import parallel_map
 from spmd.sharding.layout import Layout, bounds_to_slices
 from spmd.sharding.mesh import current_mesh
 from spmd.sharding.named import NamedSharding, Sharding, SingleDeviceSharding
 from spmd.sharding.spec import PartitionSpec
-from spmd.sharding.transfer import plan_transfer
+from spmd.sharding.transfer import Copy, plan_transfer
 from spmd.tree_util import keystr, tree_broadcast_prefix, tree_map, tree_map_with_path
 
 _NUMERIC_KINDS = "biufc"  # bool, signed, unsigned, float, complex
@@ -117,39 +118,43 @@ def device_put(x: Any, device_or_sharding: Any = None) -> Any:
 
 def _put_one(x: Any, sharding: Sharding | None, argument: str) -> Array:
     if isinstance(x, Array):
-        return x if sharding is None else reshard(x, sharding)
+        return x if sharding is None else reshard(x, sharding, argument)
     value = host_array(x, argument)
     if sharding is None:
         sharding = SingleDeviceSharding(default_device())
     who = f"device_put({argument}: {aval_str(value.shape, value.dtype)})"
     layout = _layout_for(sharding, value.shape, who)
+    holders = _local_holders(layout)
+    blocks = parallel_map(
+        lambda block: _frozen(value[bounds_to_slices(layout.bounds(block))]), holders, value.nbytes
+    )
     buffers = {}
-    for block, devices in _local_holders(layout).items():
-        buffer = _frozen(value[bounds_to_slices(layout.bounds(block))])
+    for devices, buffer in zip(holders.values(), blocks, strict=True):
         buffers.update(dict.fromkeys(devices, buffer))
     return Array._from_buffers(sharding, buffers, value.shape)
 
 
-def reshard(x: Array, sharding: Sharding) -> Array:
+def reshard(x: Array, sharding: Sharding, argument: str = "x") -> Array:
     """``x`` laid out by ``sharding``: each device keeps what it has and fetches what it lacks."""
     if sharding == x.sharding:
         return x
     src = x.sharding.layout(x.shape)
-    dst = _layout_for(sharding, x.shape, f"device_put(x: {aval_str(x.shape, x.dtype)})")
-    if (src.devices, src.blocks) == (dst.devices, dst.blocks):
+    who = f"device_put({argument}: {aval_str(x.shape, x.dtype)})"
+    dst = _layout_for(sharding, x.shape, who)
+    if src == dst:
         return Array._from_buffers(sharding, x._buffers, x.shape)  # only the memory kind changed
     plan = plan_transfer(src, dst, x.dtype.itemsize)
-    copies_to: dict[Device, list] = {}
-    for copy in plan.copies:
-        copies_to.setdefault(copy.dst, []).append(copy)
+    holders = _local_holders(dst).values()  # replicas here share the buffer their first builds
+    built = {devices[0]: np.empty(plan.dst_shapes[devices[0]], x.dtype) for devices in holders}
+
+    def run(copy: Copy) -> None:  # the pieces of one buffer are disjoint: copies may overlap
+        built[copy.dst][copy.dst_index] = x._buffers[copy.src][copy.src_index]
+
+    parallel_map(run, [copy for copy in plan.copies if copy.dst in built], x.nbytes)
     buffers = {}
-    for devices in _local_holders(dst).values():
-        builder = devices[0]
-        buffer = np.empty(plan.dst_shapes[builder], x.dtype)
-        for copy in copies_to.get(builder, ()):
-            buffer[copy.dst_index] = x._buffers[copy.src][copy.src_index]
-        buffer.flags.writeable = False
-        buffers.update(dict.fromkeys(devices, buffer))
+    for devices in holders:
+        built[devices[0]].flags.writeable = False
+        buffers.update(dict.fromkeys(devices, built[devices[0]]))
     return Array._from_buffers(sharding, buffers, x.shape)
 
 
