@@ -124,3 +124,16 @@ def test_shard_data_is_an_array_on_its_device(mesh):
     shard = x.addressable_shards[6]
     assert shard.data.devices() == {spmd.devices()[6]} and shard.data.tolist() == [6]
     assert shard.index == (slice(6, 7),) and shard.replica_id == 0
+
+
+def test_large_arrays_copied_on_the_thread_pool_stay_exact(mesh):
+    x = np.random.default_rng(1).standard_normal((601, 701))  # 3.4 MB: above the inline limit
+    uneven = spmd.device_put(x, NamedSharding(mesh, P("y", "x")))
+    np.testing.assert_array_equal(np.asarray(uneven), x)
+    for spec in (P("x", "y"), P(None, ("y", "x")), P()):
+        moved = spmd.device_put(uneven, NamedSharding(mesh, spec))
+        np.testing.assert_array_equal(np.asarray(moved), x)
+        for shard in moved.addressable_shards:
+            np.testing.assert_array_equal(np.asarray(shard.data), x[shard.index])
+    single = spmd.device_put(uneven, spmd.devices()[7])
+    np.testing.assert_array_equal(np.asarray(single), x)
