@@ -12,6 +12,11 @@ from spmd.errors import (
     SpmdTypeError,
 )
 from spmd.runtime.array import Array, Shard
+from spmd.runtime.construct import (
+    make_array_from_callback,
+    make_array_from_process_local_data,
+    make_array_from_single_device_arrays,
+)
 from spmd.runtime.device import (
     CpuDevice,
     Device,
@@ -22,12 +27,7 @@ from spmd.runtime.device import (
     process_count,
     process_index,
 )
-from spmd.runtime.put import (
-    device_put,
-    make_array_from_callback,
-    make_array_from_process_local_data,
-    make_array_from_single_device_arrays,
-)
+from spmd.runtime.put import device_put
 from spmd.sharding import (
     Mesh,
     NamedSharding,

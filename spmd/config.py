@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numbers
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -16,9 +17,9 @@ def _positive_int(name: str, value: Any) -> int:
         if not value.isdigit():
             raise ConfigError(f"{name} must be a positive integer, got {value!r}.")
         value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
         raise ConfigError(f"{name} must be a positive integer, got {value!r}.")
-    return value
+    return int(value)
 
 
 @dataclass(frozen=True)

@@ -10,14 +10,17 @@ AXIS_NAMES = ("x", "y", "z")
 DTYPES = (np.bool_, np.int32, np.int64, np.float32, np.float64, np.complex64)
 
 
+PRIME_FACTORS = {1: [], 2: [2], 3: [3], 4: [2, 2], 6: [2, 3], 8: [2, 2, 2]}
+
+
 @st.composite
-def meshes(draw, device_counts=(1, 2, 4, 8)) -> Mesh:
+def meshes(draw, device_counts=(1, 2, 3, 4, 6, 8)) -> Mesh:
     """A mesh over a random subset of the devices, in random order, with 1-3 axes."""
     count = draw(st.sampled_from(device_counts))
     rank = draw(st.integers(1, 3))
     shape = [1] * rank
-    for _ in range(count.bit_length() - 1):  # hand out the factors of 2 one at a time
-        shape[draw(st.integers(0, rank - 1))] *= 2
+    for factor in PRIME_FACTORS[count]:  # hand each prime factor to a random axis
+        shape[draw(st.integers(0, rank - 1))] *= factor
     names = draw(st.permutations(AXIS_NAMES))[:rank]
     devices = draw(st.permutations(spmd.devices()))[:count]
     grid = np.empty(count, dtype=object)
@@ -42,7 +45,7 @@ shapes = st.lists(st.integers(0, 13), min_size=0, max_size=4).map(tuple)
 
 
 @st.composite
-def shardings(draw, ndim: int, device_counts=(1, 2, 4, 8)) -> NamedSharding:
+def shardings(draw, ndim: int, device_counts=(1, 2, 3, 4, 6, 8)) -> NamedSharding:
     mesh = draw(meshes(device_counts))
     kind = draw(st.sampled_from(("device", "pinned_host")))
     return NamedSharding(mesh, draw(specs(mesh, ndim)), kind)

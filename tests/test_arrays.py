@@ -137,3 +137,32 @@ def test_large_arrays_copied_on_the_thread_pool_stay_exact(mesh):
             np.testing.assert_array_equal(np.asarray(shard.data), x[shard.index])
     single = spmd.device_put(uneven, spmd.devices()[7])
     np.testing.assert_array_equal(np.asarray(single), x)
+
+
+def test_gathered_values_cannot_be_made_writeable(mesh):
+    for spec in (P(), P("x")):
+        x = spmd.device_put(np.zeros(8), NamedSharding(mesh, spec))
+        for value in (np.asarray(x), np.asarray(x.addressable_shards[5].data)):
+            with pytest.raises(ValueError, match="WRITEABLE"):
+                value.flags.writeable = True
+        assert np.asarray(x, copy=True).flags.writeable
+
+
+def test_lists_of_numbers_are_data_and_other_containers_are_pytrees():
+    assert spmd.device_put([1, 2]).shape == (2,)
+    assert spmd.device_put([[np.float32(1), 2.0]]).shape == (1, 2)
+    pair = spmd.device_put((0, 0.1))
+    assert isinstance(pair, tuple) and [a.shape for a in pair] == [(), ()]
+    assert spmd.device_put({"a": ()}) == {"a": ()}
+    d0, d1 = spmd.devices()[:2]
+    placed = spmd.device_put([np.ones(2), np.zeros(3)], [d0, d1])
+    assert [a.devices() for a in placed] == [{d0}, {d1}]
+
+
+def test_shard_data_keeps_the_memory_kind(mesh):
+    x = spmd.device_put(np.ones(8), NamedSharding(mesh, P("x"), memory_kind="pinned_host"))
+    assert x.addressable_shards[0].data.sharding.memory_kind == "pinned_host"
+
+
+def test_config_accepts_numpy_integers():
+    spmd.config.update("num_cpu_devices", np.int64(spmd.device_count()))

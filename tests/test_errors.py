@@ -82,7 +82,10 @@ def test_non_numeric_and_ragged_data(mesh):
         spmd.device_put({"s": np.array(["a"])})
     with pytest.raises(spmd.ShapeError, match="rectangular"):
         spmd.device_put([[1, 2], [3]])
-    with pytest.raises(spmd.SpmdTypeError, match="target for x must be"):
+    with pytest.raises(
+        spmd.SpmdTypeError,
+        match=r"device_put\(x\): the sharding must be a Sharding.*got str 'cpu:0'",
+    ):
         spmd.device_put(np.ones(2), "cpu:0")
 
 
@@ -105,3 +108,43 @@ def test_unknown_platform_and_non_device_arguments():
         spmd.devices("tpu")
     with pytest.raises(spmd.SpmdTypeError, match="SingleDeviceSharding device must be a Device"):
         spmd.SingleDeviceSharding(0)
+
+
+def test_shapes_must_be_non_negative_integers(mesh):
+    sharding = NamedSharding(mesh, P("x"))
+    with pytest.raises(spmd.SpmdTypeError, match=r"callback shape must be a tuple.*\(4\.5, 2\)"):
+        spmd.make_array_from_callback((4.5, 2), sharding, lambda index: np.ones((4, 2))[index])
+    with pytest.raises(spmd.SpmdTypeError, match="global_shape must be a tuple"):
+        sharding.devices_indices_map((4.9,))
+    with pytest.raises(spmd.ShapeError, match=r"\(4, -1\) has a negative dimension"):
+        sharding.shard_shape((4, -1))
+    x = spmd.make_array_from_callback(np.array([4, 2]), sharding, lambda i: np.ones((4, 2))[i])
+    assert x.shape == (4, 2) and all(type(d) is int for d in x.shape)
+
+
+def test_meshes_need_existing_devices():
+    with pytest.raises(spmd.ShardingError, match="at least one device"):
+        Mesh(np.array([], dtype=object), ("x",))
+    with pytest.raises(spmd.ShardingError, match=r"CpuDevice\(id=42\), which does not exist"):
+        Mesh(np.array([spmd.CpuDevice(42)]), ("x",))
+    with pytest.raises(spmd.ShardingError, match="ids 0 to 7"):
+        spmd.device_put(np.ones(2), spmd.CpuDevice(42))
+
+
+def test_wrongly_typed_arguments_get_spmd_errors(mesh):
+    with pytest.raises(spmd.SpmdTypeError, match="axis_shapes must be a tuple of ints"):
+        spmd.make_mesh(8, ("x",))
+    with pytest.raises(spmd.SpmdTypeError, match="axis_names must be a tuple of strings"):
+        Mesh(np.array(spmd.devices()), 3)
+    with pytest.raises(spmd.SpmdTypeError, match="arrays must be a list"):
+        spmd.make_array_from_single_device_arrays((4,), NamedSharding(mesh, P("x")), 5)
+    with pytest.raises(spmd.ShardingError, match=r"make_array_from_callback: a bare.*needs a mesh"):
+        spmd.make_array_from_callback((4,), P("x"), lambda index: np.ones(4)[index])
+    with pytest.raises(spmd.ShardingError, match="pytree prefix of x"):
+        spmd.device_put({"a": np.ones(2)}, {"b": spmd.devices()[0]})
+
+
+def test_comparing_arrays_is_an_error_not_an_identity_check():
+    x = spmd.device_put(np.arange(3))
+    with pytest.raises(spmd.SpmdTypeError, match=r"np.asarray\(a\) == np.asarray\(b\)"):
+        x == x  # noqa: B015

@@ -226,3 +226,13 @@ def test_array_repr_html_is_the_sharding_picture(mesh):
     html = x._repr_html_()
     assert "i32[5,6]" in html
     assert "empty shards: CPU 3, CPU 7" in html
+
+
+def test_wide_arrays_shrink_to_fit_and_keep_every_label(capsys):
+    mesh = spmd.make_mesh((2, 4), ("x", "y"))
+    for shape, spec in [((4, 64), P(None, ("x", "y"))), ((2, 512), P("x", "y"))]:
+        visualize_sharding(shape, NamedSharding(mesh, spec))
+        lines = capsys.readouterr().out.splitlines()
+        assert max(len(line) for line in lines) <= 80
+        for i in range(8):
+            assert any(f"CPU {i} " in line for line in lines), (shape, i)

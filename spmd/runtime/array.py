@@ -22,13 +22,13 @@ class Shard:
     index: tuple[slice, ...]
     replica_id: int
     _buffer: np.ndarray = field(repr=False)
+    _memory_kind: str = field(default="device", repr=False)
 
     @property
     def data(self) -> Array:
-        """This shard as an Array committed to its device."""
-        return Array._from_buffers(
-            SingleDeviceSharding(self.device), {self.device: self._buffer}, self._buffer.shape
-        )
+        """This shard as an Array committed to its device (in the same memory kind)."""
+        sharding = SingleDeviceSharding(self.device, self._memory_kind)
+        return Array._from_buffers(sharding, {self.device: self._buffer}, self._buffer.shape)
 
 
 class Array:
@@ -105,7 +105,13 @@ class Array:
         layout = self._sharding.layout(self._shape)
         indices = self._sharding.devices_indices_map(self._shape)
         return [
-            Shard(d, indices[d], layout.replica_ids[layout.position[d]], self._buffers[d])
+            Shard(
+                d,
+                indices[d],
+                layout.replica_ids[layout.position[d]],
+                self._buffers[d],
+                self._sharding.memory_kind,
+            )
             for d in layout.devices
             if d in devices
         ]
@@ -153,7 +159,15 @@ class Array:
             raise ValueError("converting the dtype needs a copy, but copy=False was given")
         if copy or (dtype is not None and np.dtype(dtype) != self._dtype):
             return np.array(value, dtype=dtype, copy=True)
-        return value
+        return value.view()  # a view of a read-only owner can never be made writeable
+
+    def __eq__(self, other: object):
+        raise SpmdTypeError(
+            "Comparing spmd Arrays elementwise is not available yet; compare "
+            "np.asarray(a) == np.asarray(b) instead."
+        )
+
+    __ne__ = __eq__
 
     def tolist(self):
         return self._value().tolist()

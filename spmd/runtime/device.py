@@ -6,7 +6,7 @@ import functools
 from dataclasses import dataclass
 
 from spmd.config import config
-from spmd.errors import SpmdTypeError
+from spmd.errors import ShardingError, SpmdTypeError
 
 
 @dataclass
@@ -105,10 +105,20 @@ def default_device() -> Device:
 
 
 def check_device(value: object, argument: str) -> Device:
-    """Return ``value`` if it is a Device, else raise naming ``argument``."""
+    """Return ``value`` if it is one of ``devices()``, else raise naming ``argument``."""
     if not isinstance(value, Device):
         raise SpmdTypeError(
             f"{argument} must be a Device such as spmd.devices()[0], got {type(value).__name__} "
             f"{value!r}."
         )
+    if value not in _known_devices():
+        raise ShardingError(
+            f"{argument} is {value!r}, which does not exist here: this run has "
+            f"{device_count()} devices, ids 0 to {device_count() - 1} (spmd.devices())."
+        )
     return value
+
+
+@functools.cache
+def _known_devices() -> frozenset[Device]:
+    return frozenset(devices())

@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import functools
 import math
+import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+
+from spmd.errors import ShapeError, SpmdTypeError
 
 Bounds = tuple[tuple[int, int], ...]  # (start, stop) per dimension
 
@@ -29,6 +32,19 @@ def blocks_overlapping(size: int, parts: int, start: int, stop: int) -> range:
         return range(0)
     chunk = -(-size // parts)
     return range(start // chunk, (stop - 1) // chunk + 1)
+
+
+def canonical_shape(shape: object, argument: str) -> tuple[int, ...]:
+    """``shape`` as a tuple of non-negative Python ints, or an error naming ``argument``."""
+    try:
+        dims = tuple(operator.index(d) for d in shape)
+    except TypeError:
+        raise SpmdTypeError(
+            f"{argument} must be a tuple of non-negative ints, got {shape!r}."
+        ) from None
+    if any(d < 0 for d in dims):
+        raise ShapeError(f"{argument} {dims} has a negative dimension; sizes must be >= 0.")
+    return dims
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from spmd.errors import ShardingError
-from spmd.runtime.device import Device, process_index
+from spmd.errors import ShardingError, SpmdTypeError
+from spmd.runtime.device import Device, check_device, process_index
 from spmd.runtime.device import devices as all_devices
 
 _mesh_stack: contextvars.ContextVar[tuple[Mesh, ...]] = contextvars.ContextVar(
@@ -20,13 +20,28 @@ _mesh_stack: contextvars.ContextVar[tuple[Mesh, ...]] = contextvars.ContextVar(
 
 def _device_grid(devices: object) -> np.ndarray:
     grid = np.array(devices, dtype=object)
+    if grid.size == 0:
+        raise ShardingError(
+            f"Mesh devices is empty (shape {grid.shape}); a mesh needs at least one device."
+        )
     for index, item in np.ndenumerate(grid):
         if not isinstance(item, Device):
             raise ShardingError(
                 f"Mesh devices must all be Device objects, but the entry at {index} is "
                 f"{item!r} ({type(item).__name__}). Build meshes from spmd.devices()."
             )
+        check_device(item, f"Mesh device at {index}")
     return grid
+
+
+def _names(axis_names: object, who: str) -> tuple:
+    if isinstance(axis_names, str):
+        return (axis_names,)
+    if not isinstance(axis_names, (tuple, list)):
+        raise SpmdTypeError(
+            f"{who} axis_names must be a tuple of strings such as ('x', 'y'), got {axis_names!r}."
+        )
+    return tuple(axis_names)
 
 
 class Mesh:
@@ -38,9 +53,7 @@ class Mesh:
     __slots__ = ("_axis_names", "_devices", "_hash", "_key")
 
     def __init__(self, devices: np.ndarray | Sequence, axis_names: str | Sequence[str]) -> None:
-        if isinstance(axis_names, str):
-            axis_names = (axis_names,)
-        axis_names = tuple(axis_names)
+        axis_names = _names(axis_names, "Mesh")
         for name in axis_names:
             if not isinstance(name, str):
                 raise ShardingError(
@@ -156,8 +169,12 @@ def make_mesh(
 
     Example: ``spmd.make_mesh((2, 4), ('x', 'y'))``.
     """
+    if not isinstance(axis_shapes, (tuple, list)):
+        raise SpmdTypeError(
+            f"make_mesh axis_shapes must be a tuple of ints such as (2, 4), got {axis_shapes!r}."
+        )
     axis_shapes = tuple(axis_shapes)
-    axis_names = (axis_names,) if isinstance(axis_names, str) else tuple(axis_names)
+    axis_names = _names(axis_names, "make_mesh")
     if len(axis_shapes) != len(axis_names):
         raise ShardingError(
             f"make_mesh got {len(axis_shapes)} axis_shapes {axis_shapes} but {len(axis_names)} "

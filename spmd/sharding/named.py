@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from spmd.errors import ShardingError, SpmdTypeError, plural, shape_str
 from spmd.runtime.device import Device, check_device, process_index
-from spmd.sharding.layout import Layout, mesh_layout, whole_layout
+from spmd.sharding.layout import Layout, canonical_shape, mesh_layout, whole_layout
 from spmd.sharding.mesh import Mesh
 from spmd.sharding.spec import PartitionSpec
 
@@ -23,16 +23,6 @@ def _check_memory_kind(memory_kind: str | None) -> str:
             f"{', '.join(map(repr, MEMORY_KINDS))} (or None for 'device')."
         )
     return memory_kind
-
-
-def _check_shape(shape: Sequence[int]) -> tuple[int, ...]:
-    try:
-        dims = tuple(int(d) for d in shape)
-    except TypeError:
-        raise SpmdTypeError(f"global_shape must be a tuple of ints, got {shape!r}.") from None
-    if any(d < 0 for d in dims):
-        raise ShardingError(f"global_shape {shape_str(dims)} has a negative dimension.")
-    return dims
 
 
 class Sharding:
@@ -74,7 +64,7 @@ class Sharding:
 
     def layout(self, global_shape: Sequence[int]) -> Layout:
         """The block layout of an array of ``global_shape`` (uneven blocks included)."""
-        return self._layout(_check_shape(global_shape))
+        return self._layout(canonical_shape(global_shape, "global_shape"))
 
     def devices_indices_map(self, global_shape: Sequence[int]) -> dict[Device, tuple[slice, ...]]:
         """Device → the index (a tuple of slices) of the global array it holds.

@@ -120,15 +120,25 @@ def _grid(
     rows = sorted({key[0] for key in blocks})  # distinct block bounds, so uneven blocks work
     cols = sorted({key[1] for key in blocks})
     colors = _colors(color_map, len(rows) * len(cols)) if color_map else None
+    labels = {key: _label(devices) for key, devices in blocks.items()}
+    widths = [
+        min(
+            max(int((c[1] - c[0]) / shape[-1] * base_width * _HEIGHT_TO_WIDTH), min_width),
+            max_width,
+        )
+        for c in cols
+    ]
+    room = max_width + len(cols) - 1  # a width counts both borders; neighbours share one
+    if sum(widths) > room:  # shrink to fit (JAX lets rich squeeze the labels out instead)
+        needed = [max(len(labels.get((r, c), "")) + 4 for r in rows) for c in cols]
+        widths = [max(n, w * room // sum(widths)) for n, w in zip(needed, widths, strict=True)]
     table_rows = []
     for r in rows:
         cells = []
-        for c in cols:
-            label = _label(blocks[r, c]) if (r, c) in blocks else ""
+        for c, width in zip(cols, widths, strict=True):
             height = 1 if flat else int((r[1] - r[0]) / shape[0] * base_height)
-            width = int((c[1] - c[0]) / shape[-1] * base_width * _HEIGHT_TO_WIDTH)
-            width = min(max(width, min_width), max_width)
-            cells.append(_cell(label, height, width, next(colors) if colors else None))
+            color = next(colors) if colors else None
+            cells.append(_cell(labels.get((r, c), ""), height, width, color))
         table_rows.append(cells)
     return _table(table_rows, color_map is not None)
 
