@@ -6,6 +6,7 @@ from rich.console import Console
 import spmd
 from spmd import NamedSharding, P
 from spmd.debug import visualize_array_sharding
+from spmd.sharding.transfer import plan_transfer
 
 console = Console()
 
@@ -43,7 +44,8 @@ def run() -> None:
     )
     u = spmd.device_put(np.arange(30.0).reshape(5, 6), NamedSharding(mesh, P("x", "y")))
     for shard in u.addressable_shards:
-        console.print(f"{shard.device}: index {shard.index}, shape {shard.data.shape}")
+        index = ", ".join(f"{s.start}:{s.stop}" for s in shard.index)
+        console.print(f"{shard.device}: x[{index}], shape {shard.data.shape}")
     visualize_array_sharding(u)
 
     step(
@@ -60,5 +62,7 @@ def run() -> None:
     a = spmd.device_put(x, NamedSharding(mesh, P("x", "y")))
     b = spmd.device_put(a, NamedSharding(mesh, P("y", "x")))
     visualize_array_sharding(b)
+    plan = plan_transfer(a.sharding.layout(x.shape), b.sharding.layout(x.shape), x.itemsize)
+    console.print(f"moved {plan.bytes_moved} of {x.nbytes} bytes between devices")
     console.print("round trip exact:", bool((np.asarray(b) == x).all()))
     console.print(repr(b))
