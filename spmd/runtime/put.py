@@ -9,7 +9,7 @@ import numpy as np
 from spmd.errors import ShapeError, ShardingError, SpmdTypeError, aval_str
 from spmd.runtime.array import Array
 from spmd.runtime.device import Device, default_device, process_index
-from spmd.runtime.pool import parallel_map
+from spmd.runtime.pool import parallel_map, worker_count
 from spmd.sharding.layout import Layout, bounds_to_slices
 from spmd.sharding.mesh import current_mesh
 from spmd.sharding.named import NamedSharding, Sharding, SingleDeviceSharding
@@ -166,10 +166,18 @@ def reshard(x: Array, sharding: Sharding, argument: str = "x") -> Array:
     holders = local_holders(dst).values()  # replicas here share the buffer their first builds
     built = {devices[0]: np.empty(plan.dst_shapes[devices[0]], x.dtype) for devices in holders}
 
-    def run(copy: Copy) -> None:  # the pieces of one buffer are disjoint: copies may overlap
-        built[copy.dst][copy.dst_index] = x._buffers[copy.src][copy.src_index]
+    jobs: dict[Device, list[Copy]] = {builder: [] for builder in built}
+    for copy in plan.copies:
+        if copy.dst in jobs:
+            jobs[copy.dst].append(copy)
+    if len(jobs) < worker_count():  # too few buffers to go round: split them into pieces
+        jobs = {i: [copy] for i, copy in enumerate(c for group in jobs.values() for c in group)}
 
-    parallel_map(run, [copy for copy in plan.copies if copy.dst in built], x.nbytes)
+    def run(copies: list[Copy]) -> None:  # the pieces of one buffer are disjoint
+        for copy in copies:
+            built[copy.dst][copy.dst_index] = x._buffers[copy.src][copy.src_index]
+
+    parallel_map(run, jobs.values(), x.nbytes)
     buffers = {}
     for devices in holders:
         built[devices[0]].flags.writeable = False
