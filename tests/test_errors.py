@@ -91,7 +91,9 @@ def test_non_numeric_and_ragged_data(mesh):
 
 def test_callback_returning_the_wrong_shape_names_device_and_shapes(mesh):
     sharding = NamedSharding(mesh, P("x"))
-    with pytest.raises(spmd.ShapeError, match=r"shape \(4, 2\) for CpuDevice\(id=0\).*\(2, 2\)"):
+    with pytest.raises(
+        spmd.ShapeError, match=r"for CpuDevice\(id=0\) has shape \(4, 2\).*\(2, 2\)"
+    ):
         spmd.make_array_from_callback((4, 2), sharding, lambda index: np.ones((4, 2)))
 
 

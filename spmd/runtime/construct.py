@@ -26,26 +26,13 @@ def make_array_from_callback(
     sharding = as_sharding(sharding, "make_array_from_callback")
     layout = layout_for(sharding, shape, "make_array_from_callback")
     indices = sharding.devices_indices_map(shape)
+    check = _ShardCheck("make_array_from_callback", shape)
     buffers = {}
-    dtype = None
     for block, devices in local_holders(layout).items():
         index = indices[devices[0]]
-        argument = f"data_callback({_index_str(index)})"
-        value = host_array(data_callback(index), argument)
-        expected = layout.block_shape(block)
-        if value.shape != expected:
-            raise ShapeError(
-                f"make_array_from_callback: {argument} returned shape {value.shape} for "
-                f"{devices[0]}, but that shard has shape {expected} (global shape {shape}). "
-                f"Return global_data[index] for the index it is given."
-            )
-        if dtype is not None and value.dtype != dtype:
-            raise SpmdTypeError(
-                f"make_array_from_callback: {argument} returned dtype {value.dtype}, but earlier "
-                f"shards were {dtype}; every shard must have the same dtype."
-            )
-        dtype = value.dtype
-        buffers.update(dict.fromkeys(devices, frozen(value)))
+        what = f"data_callback({_index_str(index)}) for {devices[0]}"
+        value = check(data_callback(index), what, layout.block_shape(block))
+        buffers.update(dict.fromkeys(devices, value))
     return _assemble(sharding, buffers, shape)
 
 
@@ -73,25 +60,35 @@ def make_array_from_single_device_arrays(
             f"make_array_from_single_device_arrays got {len(arrays)} arrays, but the sharding "
             f"has {len(here)} addressable devices; pass one array per device."
         )
-    placed = _match_devices(arrays, here)
+    check = _ShardCheck("make_array_from_single_device_arrays", shape)
     buffers = {}
-    dtype = None
-    for device, array in placed.items():
-        value = host_array(array, f"the array for {device}")
+    for device, array in _match_devices(arrays, here).items():
         expected = layout.block_shape(layout.blocks[layout.position[device]])
+        buffers[device] = check(array, f"the array for {device}", expected)
+    return _assemble(sharding, buffers, shape)
+
+
+class _ShardCheck:
+    """Checks each shard's shape against the layout, and that all shards share one dtype."""
+
+    def __init__(self, who: str, shape: tuple[int, ...]) -> None:
+        self.who, self.shape, self.dtype = who, shape, None
+
+    def __call__(self, data: Any, what: str, expected: tuple[int, ...]) -> np.ndarray:
+        value = host_array(data, what)
         if value.shape != expected:
             raise ShapeError(
-                f"make_array_from_single_device_arrays: the array for {device} has shape "
-                f"{value.shape}, but its shard of global shape {shape} has shape {expected}."
+                f"{self.who}: {what} has shape {value.shape}, but that shard of global shape "
+                f"{self.shape} has shape {expected}. Give each device exactly its index's data "
+                f"(global_data[index])."
             )
-        if dtype is not None and value.dtype != dtype:
+        if self.dtype is not None and value.dtype != self.dtype:
             raise SpmdTypeError(
-                f"make_array_from_single_device_arrays: the array for {device} has dtype "
-                f"{value.dtype}, others {dtype}; every shard must have the same dtype."
+                f"{self.who}: {what} has dtype {value.dtype}, but earlier shards have "
+                f"{self.dtype}; every shard must have the same dtype."
             )
-        dtype = value.dtype
-        buffers[device] = frozen(value)
-    return _assemble(sharding, buffers, shape)
+        self.dtype = value.dtype
+        return frozen(value)
 
 
 def _match_devices(arrays: list, devices: list[Device]) -> dict[Device, Any]:
