@@ -1,6 +1,6 @@
 """spmd: write array code for one device, run it over many (SPMD parallelism on NumPy)."""
 
-from spmd import debug, sharding, tree_util
+from spmd import debug, numpy, sharding, tree_util
 from spmd.config import config
 from spmd.errors import (
     AxisNameError,
@@ -37,6 +37,7 @@ from spmd.sharding import (
     SingleDeviceSharding,
     make_mesh,
 )
+from spmd.transforms.jit import jit, make_jaxpr
 
 __version__ = "0.1.0"
 
@@ -63,12 +64,15 @@ __all__ = [
     "device_count",
     "device_put",
     "devices",
+    "jit",
     "local_device_count",
     "local_devices",
     "make_array_from_callback",
     "make_array_from_process_local_data",
     "make_array_from_single_device_arrays",
+    "make_jaxpr",
     "make_mesh",
+    "numpy",
     "process_count",
     "process_index",
     "sharding",

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from spmd.core.methods import ArrayMethods
 from spmd.errors import SpmdTypeError, aval_str
 from spmd.runtime.device import Device
 from spmd.runtime.pool import parallel_map
@@ -31,7 +32,7 @@ class Shard:
         return Array._from_buffers(sharding, {self.device: self._buffer}, self._buffer.shape)
 
 
-class Array:
+class Array(ArrayMethods):
     """A global array split into shards, each held by one device.
 
     Build one with ``spmd.device_put(x, sharding)``. Arrays never change: operations make new
@@ -161,14 +162,6 @@ class Array:
             return np.array(value, dtype=dtype, copy=True)
         return value.view()  # a view of a read-only owner can never be made writeable
 
-    def __eq__(self, other: object):
-        raise SpmdTypeError(
-            "Comparing spmd Arrays elementwise is not available yet; compare "
-            "np.asarray(a) == np.asarray(b) instead."
-        )
-
-    __ne__ = __eq__
-
     def tolist(self):
         return self._value().tolist()
 
@@ -213,6 +206,10 @@ class Array:
         )
 
     __hash__ = None  # arrays compare elementwise, so, as in NumPy, they are unhashable
+
+    @property
+    def weak_type(self) -> bool:
+        return False
 
     # ---- display -------------------------------------------------------------------
     def __repr__(self) -> str:

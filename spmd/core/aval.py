@@ -1,0 +1,69 @@
+"""Abstract values (shape, dtype, weak type) and NumPy 2 (NEP 50) type promotion."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from spmd.errors import SpmdTypeError, aval_str
+
+_NUMERIC_KINDS = "biufc"
+_WEAK_EXAMPLE = {"b": False, "i": 0, "u": 0, "f": 0.0, "c": 0j}  # stands for a Python scalar
+
+
+@dataclass(frozen=True)
+class ShapedArray:
+    """What tracing knows of a value: its shape, its dtype, and whether the dtype is weak.
+
+    A weak dtype comes from a Python scalar: it gives way to the other operand's dtype, as in
+    NumPy 2 (``float32_array * 2.0`` stays float32).
+    """
+
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    weak_type: bool = False
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    def __str__(self) -> str:
+        return aval_str(self.shape, self.dtype)
+
+    def strong(self) -> ShapedArray:
+        return ShapedArray(self.shape, self.dtype, False)
+
+
+def check_dtype(dtype: object, argument: str = "dtype") -> np.dtype:
+    """``dtype`` as a NumPy dtype spmd can hold, or an error naming ``argument``."""
+    try:
+        result = np.dtype(dtype)
+    except TypeError:
+        raise SpmdTypeError(f"{argument}={dtype!r} is not a dtype; use e.g. np.float32.") from None
+    if result.kind not in _NUMERIC_KINDS:
+        raise SpmdTypeError(
+            f"{argument}={result} is not supported; spmd holds bool, integer, float and complex "
+            f"dtypes."
+        )
+    return result
+
+
+def python_scalar_aval(x: bool | int | float | complex) -> ShapedArray:
+    dtype = np.asarray(x).dtype if not isinstance(x, bool) else np.dtype(bool)
+    if isinstance(x, int) and not isinstance(x, bool):
+        dtype = np.dtype(np.int64)
+    return ShapedArray((), dtype, weak_type=not isinstance(x, bool))
+
+
+def result_dtype(*avals: ShapedArray) -> tuple[np.dtype, bool]:
+    """The dtype NumPy 2 gives an operation on these operands, and whether it is weak."""
+    strong = [a.dtype for a in avals if not a.weak_type]
+    weak = [_WEAK_EXAMPLE[a.dtype.kind] for a in avals if a.weak_type]
+    if not strong:
+        return np.result_type(*weak), True
+    return np.result_type(*strong, *weak), False

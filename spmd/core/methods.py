@@ -1,0 +1,129 @@
+"""Operators and methods shared by concrete Arrays and tracers, written over spmd.numpy."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def _snp():
+    import spmd.numpy as snp
+
+    return snp
+
+
+def _binary(name: str, reflected: bool = False):
+    def method(self, other):
+        fn = getattr(_snp(), name)
+        return fn(other, self) if reflected else fn(self, other)
+
+    method.__name__ = name
+    return method
+
+
+def _unary(name: str):
+    def method(self):
+        return getattr(_snp(), name)(self)
+
+    method.__name__ = name
+    return method
+
+
+class ArrayMethods:
+    """Arithmetic, comparison and array methods; each forwards to the spmd.numpy function."""
+
+    __slots__ = ()
+
+    __add__, __radd__ = _binary("add"), _binary("add", True)
+    __sub__, __rsub__ = _binary("subtract"), _binary("subtract", True)
+    __mul__, __rmul__ = _binary("multiply"), _binary("multiply", True)
+    __truediv__, __rtruediv__ = _binary("true_divide"), _binary("true_divide", True)
+    __floordiv__, __rfloordiv__ = _binary("floor_divide"), _binary("floor_divide", True)
+    __mod__, __rmod__ = _binary("remainder"), _binary("remainder", True)
+    __pow__, __rpow__ = _binary("power"), _binary("power", True)
+    __matmul__, __rmatmul__ = _binary("matmul"), _binary("matmul", True)
+    __and__, __rand__ = _binary("bitwise_and"), _binary("bitwise_and", True)
+    __or__, __ror__ = _binary("bitwise_or"), _binary("bitwise_or", True)
+    __xor__, __rxor__ = _binary("bitwise_xor"), _binary("bitwise_xor", True)
+    __lt__, __le__ = _binary("less"), _binary("less_equal")
+    __gt__, __ge__ = _binary("greater"), _binary("greater_equal")
+    __eq__, __ne__ = _binary("equal"), _binary("not_equal")  # type: ignore[assignment]
+    __neg__, __pos__ = _unary("negative"), _unary("positive")
+    __abs__, __invert__ = _unary("abs"), _unary("invert")
+    __hash__ = None  # type: ignore[assignment]
+
+    def __getitem__(self, index: Any):
+        return _snp()._getitem(self, index)
+
+    @property
+    def T(self):
+        return _snp().transpose(self)
+
+    def reshape(self, *shape, order: str = "C"):
+        if len(shape) == 1 and not isinstance(shape[0], int):
+            shape = shape[0]
+        return _snp().reshape(self, shape, order=order)
+
+    def transpose(self, *axes):
+        if len(axes) == 1 and not isinstance(axes[0], int):
+            axes = axes[0]
+        return _snp().transpose(self, axes or None)
+
+    def astype(self, dtype):
+        return _snp().astype(self, dtype)
+
+    def sum(self, axis=None, dtype=None, keepdims=False):
+        return _snp().sum(self, axis=axis, dtype=dtype, keepdims=keepdims)
+
+    def mean(self, axis=None, dtype=None, keepdims=False):
+        return _snp().mean(self, axis=axis, dtype=dtype, keepdims=keepdims)
+
+    def prod(self, axis=None, dtype=None, keepdims=False):
+        return _snp().prod(self, axis=axis, dtype=dtype, keepdims=keepdims)
+
+    def max(self, axis=None, keepdims=False):
+        return _snp().max(self, axis=axis, keepdims=keepdims)
+
+    def min(self, axis=None, keepdims=False):
+        return _snp().min(self, axis=axis, keepdims=keepdims)
+
+    def argmax(self, axis=None, keepdims=False):
+        return _snp().argmax(self, axis=axis, keepdims=keepdims)
+
+    def argmin(self, axis=None, keepdims=False):
+        return _snp().argmin(self, axis=axis, keepdims=keepdims)
+
+    def all(self, axis=None, keepdims=False):
+        return _snp().all(self, axis=axis, keepdims=keepdims)
+
+    def any(self, axis=None, keepdims=False):
+        return _snp().any(self, axis=axis, keepdims=keepdims)
+
+    def std(self, axis=None, ddof=0, keepdims=False):
+        return _snp().std(self, axis=axis, ddof=ddof, keepdims=keepdims)
+
+    def var(self, axis=None, ddof=0, keepdims=False):
+        return _snp().var(self, axis=axis, ddof=ddof, keepdims=keepdims)
+
+    def cumsum(self, axis=None):
+        return _snp().cumsum(self, axis=axis)
+
+    def squeeze(self, axis=None):
+        return _snp().squeeze(self, axis=axis)
+
+    def flatten(self):
+        return _snp().reshape(self, (-1,))
+
+    def ravel(self):
+        return _snp().reshape(self, (-1,))
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        fn = getattr(_snp(), ufunc.__name__, None)
+        if method != "__call__" or fn is None or kwargs:
+            return NotImplemented
+        return fn(*inputs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        fn = getattr(_snp(), func.__name__, None)
+        if fn is None:
+            return NotImplemented
+        return fn(*args, **kwargs)

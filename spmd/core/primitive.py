@@ -1,0 +1,42 @@
+"""Primitives and their one rules record: shape, implementation, and (later) sharding and AD."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Rules:
+    """Everything one primitive needs, in one place.
+
+    ``shape(*avals, **params)`` returns the output aval (or a tuple of them) and raises
+    ShapeError on bad input; ``impl(xp, *arrays, **params)`` computes on local arrays with
+    the array namespace ``xp`` (NumPy today); ``sharding`` says how shardings flow through it
+    (a factor string such as ``"i j, j k -> i k"`` or a function), filled in by the
+    partitioner's issue; ``jvp`` and ``transpose`` come with differentiation.
+    """
+
+    shape: Callable[..., Any]
+    impl: Callable[..., Any]
+    sharding: Any = None
+    jvp: Callable[..., Any] | None = None
+    transpose: Callable[..., Any] | None = None
+
+
+class Primitive:
+    """A named operation; ``bind`` hands it to whichever trace is current."""
+
+    def __init__(self, name: str, rules: Rules, multiple_results: bool = False) -> None:
+        self.name = name
+        self.rules = rules
+        self.multiple_results = multiple_results
+
+    def bind(self, *args: Any, **params: Any) -> Any:
+        from spmd.core.trace import current_trace
+
+        return current_trace().process(self, args, params)
+
+    def __repr__(self) -> str:
+        return self.name

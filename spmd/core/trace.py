@@ -1,0 +1,188 @@
+"""Tracing: the current trace (a context variable), eager evaluation, and Program building."""
+
+from __future__ import annotations
+
+import contextvars
+from typing import Any
+
+import numpy as np
+
+from spmd.core.aval import ShapedArray, python_scalar_aval
+from spmd.core.methods import ArrayMethods
+from spmd.core.primitive import Primitive
+from spmd.core.program import Equation, Literal, Program, Var
+from spmd.errors import SpmdError, SpmdTypeError
+
+_PYTHON_SCALARS = (bool, int, float, complex)
+
+
+class TracerBoolConversionError(SpmdError, TypeError):
+    """A traced value was used where Python needs a concrete bool, int or array."""
+
+
+class UnexpectedTracerError(SpmdError, RuntimeError):
+    """A traced value escaped the function that was being traced."""
+
+
+class Trace:
+    def process(self, primitive: Primitive, args: tuple, params: dict) -> Any:
+        raise NotImplementedError
+
+
+def aval_of(x: Any) -> ShapedArray:
+    """The abstract value of a tracer, an Array, a NumPy array or a Python scalar."""
+    if isinstance(x, Tracer):
+        return x.aval
+    if isinstance(x, _PYTHON_SCALARS):
+        return python_scalar_aval(x)
+    from spmd.runtime.put import host_array
+
+    value = x if hasattr(x, "shape") and hasattr(x, "dtype") else host_array(x, "argument")
+    return ShapedArray(tuple(value.shape), np.dtype(value.dtype), getattr(x, "weak_type", False))
+
+
+def _outputs(primitive: Primitive, out: Any) -> list:
+    return list(out) if primitive.multiple_results else [out]
+
+
+class EvalTrace(Trace):
+    """No tracing: apply each primitive to concrete values right away."""
+
+    def process(self, primitive: Primitive, args: tuple, params: dict) -> Any:
+        from spmd.runtime.eager import run_eagerly
+
+        return run_eagerly(primitive, args, params)
+
+
+class ProgramTrace(Trace):
+    """Records every primitive applied to its tracers as an equation of a Program."""
+
+    def __init__(self) -> None:
+        self.equations: list[Equation] = []
+        self.constvars: list[Var] = []
+        self.consts: list[Any] = []
+        self._const_ids: dict[int, Var] = {}
+        self.active = True
+
+    def new_arg(self, aval: ShapedArray) -> Tracer:
+        return Tracer(self, Var(aval))
+
+    def atom(self, x: Any):
+        if isinstance(x, Tracer):
+            if x.trace is not self:
+                raise UnexpectedTracerError(
+                    f"A traced value {x.aval} from another trace was used here: it escaped "
+                    f"the function that made it (for example through a global or a closure). "
+                    f"Pass it as an argument instead."
+                )
+            return x.var
+        aval = aval_of(x)
+        if isinstance(x, _PYTHON_SCALARS) or (aval.ndim == 0 and isinstance(x, np.generic)):
+            return Literal(x, aval)
+        var = self._const_ids.get(id(x))
+        if var is None:
+            var = Var(aval.strong())
+            self._const_ids[id(x)] = var
+            self.constvars.append(var)
+            self.consts.append(x)
+        return var
+
+    def process(self, primitive: Primitive, args: tuple, params: dict) -> Any:
+        if not self.active:
+            raise UnexpectedTracerError("This trace has finished; its values cannot be used.")
+        inputs = [self.atom(a) for a in args]
+        out_avals = _outputs(primitive, primitive.rules.shape(*[a.aval for a in inputs], **params))
+        outputs = [Var(aval) for aval in out_avals]
+        self.equations.append(Equation(primitive, inputs, outputs, params))
+        tracers = [Tracer(self, v) for v in outputs]
+        return tracers if primitive.multiple_results else tracers[0]
+
+    def finish(self, invars: list[Var], outs: list[Any]) -> Program:
+        outvars = [self.atom(o) for o in outs]
+        self.active = False
+        return Program(self.constvars, invars, self.equations, outvars, self.consts)
+
+
+_EVAL = EvalTrace()
+_current: contextvars.ContextVar[Trace] = contextvars.ContextVar("spmd_trace", default=_EVAL)
+
+
+def current_trace() -> Trace:
+    return _current.get()
+
+
+class tracing:
+    """``with tracing(trace):`` makes ``trace`` current for the block."""
+
+    def __init__(self, trace: Trace) -> None:
+        self.trace = trace
+
+    def __enter__(self) -> Trace:
+        self._token = _current.set(self.trace)
+        return self.trace
+
+    def __exit__(self, *exc) -> None:
+        _current.reset(self._token)
+
+
+class Tracer(ArrayMethods):
+    """A stand-in for an array while a function is traced: it has a shape and dtype, no data."""
+
+    __array_priority__ = 1000
+
+    def __init__(self, trace: ProgramTrace, var: Var) -> None:
+        self.trace = trace
+        self.var = var
+
+    @property
+    def aval(self) -> ShapedArray:
+        return self.var.aval
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.var.aval.shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.var.aval.dtype
+
+    @property
+    def weak_type(self) -> bool:
+        return self.var.aval.weak_type
+
+    def __repr__(self) -> str:
+        return f"Traced<{self.aval}>"
+
+    def _concrete_error(self, what: str) -> TracerBoolConversionError:
+        return TracerBoolConversionError(
+            f"{what} of a traced value {self.aval} is not known while tracing: its data "
+            f"exists only when the program runs. Use spmd.numpy.where(cond, a, b) instead of "
+            f"`if`, or mark the argument static with jit(..., static_argnums=...)."
+        )
+
+    def __bool__(self) -> bool:
+        raise self._concrete_error("The truth value")
+
+    def __index__(self) -> int:
+        raise self._concrete_error("The integer value")
+
+    def __int__(self) -> int:
+        raise self._concrete_error("The integer value")
+
+    def __float__(self) -> float:
+        raise self._concrete_error("The float value")
+
+    def __array__(self, dtype=None, copy=None):
+        raise self._concrete_error("The NumPy value")
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise SpmdTypeError("len() of a 0-d traced value")
+        return self.shape[0]
+
+    def __iter__(self):
+        if not self.shape:
+            raise SpmdTypeError("iteration over a 0-d traced value")
+        return (self[i] for i in range(self.shape[0]))
+
+    __hash__ = None

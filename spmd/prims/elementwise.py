@@ -1,0 +1,125 @@
+"""Elementwise primitives: NumPy ufuncs with broadcasting and NumPy 2 (NEP 50) dtypes."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from spmd.core.aval import ShapedArray, result_dtype
+from spmd.core.primitive import Primitive, Rules
+from spmd.errors import ShapeError, SpmdTypeError
+
+_WEAK_TYPES = {"i": int, "u": int, "f": float, "c": complex}
+
+
+def broadcast_shape(name: str, avals: tuple[ShapedArray, ...]) -> tuple[int, ...]:
+    try:
+        return np.broadcast_shapes(*(a.shape for a in avals))
+    except ValueError:
+        operands = ", ".join(f"x{i + 1} {a}" for i, a in enumerate(avals))
+        raise ShapeError(
+            f"spmd.numpy.{name}: operands could not be broadcast together: {operands}. Each "
+            f"dimension must match or be 1 (counting from the right); reshape or expand_dims "
+            f"an operand to line them up."
+        ) from None
+
+
+def _dtype_operand(aval: ShapedArray):
+    return _WEAK_TYPES[aval.dtype.kind] if aval.weak_type else aval.dtype
+
+
+def _ufunc_dtype(name: str, ufunc: np.ufunc, avals: tuple[ShapedArray, ...]) -> np.dtype:
+    try:
+        return ufunc.resolve_dtypes(tuple(map(_dtype_operand, avals)) + (None,) * ufunc.nout)[-1]
+    except TypeError as error:
+        dtypes = " and ".join(str(a.dtype) for a in avals)
+        raise SpmdTypeError(f"spmd.numpy.{name} does not support {dtypes}: {error}") from None
+
+
+def elementwise(name: str, ufunc: np.ufunc) -> Primitive:
+    """A primitive that applies ``ufunc`` with broadcasting; its dtype is NumPy's."""
+
+    def shape(*avals: ShapedArray) -> ShapedArray:
+        return ShapedArray(broadcast_shape(name, avals), _ufunc_dtype(name, ufunc, avals))
+
+    def impl(xp, *args):
+        return getattr(xp, ufunc.__name__)(*args)
+
+    return Primitive(name, Rules(shape=shape, impl=impl, sharding="elementwise"))
+
+
+def _where_shape(cond: ShapedArray, x: ShapedArray, y: ShapedArray) -> ShapedArray:
+    dtype, _ = result_dtype(x, y)
+    return ShapedArray(broadcast_shape("where", (cond, x, y)), dtype)
+
+
+def _round_shape(x: ShapedArray, *, decimals: int) -> ShapedArray:
+    return ShapedArray(x.shape, x.dtype if not x.weak_type else np.dtype(np.float64))
+
+
+UNARY = {
+    name: elementwise(name, getattr(np, ufunc))
+    for name, ufunc in {
+        "negative": "negative",
+        "positive": "positive",
+        "abs": "absolute",
+        "sign": "sign",
+        "sqrt": "sqrt",
+        "exp": "exp",
+        "log": "log",
+        "log1p": "log1p",
+        "expm1": "expm1",
+        "sin": "sin",
+        "cos": "cos",
+        "tan": "tan",
+        "tanh": "tanh",
+        "arcsin": "arcsin",
+        "arccos": "arccos",
+        "arctan": "arctan",
+        "floor": "floor",
+        "ceil": "ceil",
+        "isnan": "isnan",
+        "isfinite": "isfinite",
+        "logical_not": "logical_not",
+        "invert": "invert",
+    }.items()
+}
+
+BINARY = {
+    name: elementwise(name, getattr(np, name))
+    for name in (
+        "add",
+        "subtract",
+        "multiply",
+        "true_divide",
+        "floor_divide",
+        "remainder",
+        "power",
+        "arctan2",
+        "maximum",
+        "minimum",
+        "logical_and",
+        "logical_or",
+        "bitwise_and",
+        "bitwise_or",
+        "bitwise_xor",
+        "equal",
+        "not_equal",
+        "less",
+        "less_equal",
+        "greater",
+        "greater_equal",
+    )
+}
+
+where_p = Primitive(
+    "where",
+    Rules(shape=_where_shape, impl=lambda xp, c, x, y: xp.where(c, x, y), sharding="elementwise"),
+)
+round_p = Primitive(
+    "round",
+    Rules(
+        shape=_round_shape,
+        impl=lambda xp, x, *, decimals: xp.round(x, decimals),
+        sharding="elementwise",
+    ),
+)

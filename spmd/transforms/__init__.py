@@ -1,0 +1,1 @@
+"""Transformations of traced programs: jit (and later shard_map, pmap, partitioning)."""
