@@ -1,0 +1,3 @@
+"""indexing of spmd.numpy (being built)."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""linalg of spmd.numpy (being built)."""
+
+__all__: list[str] = []

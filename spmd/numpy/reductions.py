@@ -1,0 +1,3 @@
+"""reductions of spmd.numpy (being built)."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""shape of spmd.numpy (being built)."""
+
+__all__: list[str] = []
