@@ -103,8 +103,8 @@ class ProgramTrace(Trace):
         return Program(self.constvars, invars, self.equations, outvars, self.consts)
 
 
-_EVAL = EvalTrace()
-_current: contextvars.ContextVar[Trace] = contextvars.ContextVar("spmd_trace", default=_EVAL)
+EVAL_TRACE = EvalTrace()
+_current: contextvars.ContextVar[Trace] = contextvars.ContextVar("spmd_trace", default=EVAL_TRACE)
 
 
 def current_trace() -> Trace:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -60,12 +61,12 @@ def local_holders(layout: Layout) -> dict[tuple[int, ...], list[Device]]:
     return blocks
 
 
-def layout_for(sharding: Sharding, shape: tuple[int, ...], who: str) -> Layout:
+def layout_for(sharding: Sharding, shape: tuple[int, ...], who: str | Callable[[], str]) -> Layout:
     """``sharding``'s layout of ``shape``; errors say which call and argument it was for."""
     try:
         return sharding.layout(shape)
     except (ShardingError, ShapeError, SpmdTypeError) as error:
-        raise type(error)(f"{who}: {error}") from None
+        raise type(error)(f"{who() if callable(who) else who}: {error}") from None
 
 
 def as_sharding(target: Any, who: str) -> Sharding:
@@ -141,8 +142,11 @@ def _put_one(x: Any, sharding: Sharding | None, argument: str) -> Array:
     value = host_array(x, argument)
     if sharding is None:
         sharding = SingleDeviceSharding(default_device())
-    who = f"device_put({argument}: {aval_str(value.shape, value.dtype)})"
-    layout = layout_for(sharding, value.shape, who)
+    layout = layout_for(
+        sharding,
+        value.shape,
+        lambda: f"device_put({argument}: {aval_str(value.shape, value.dtype)})",
+    )
     holders = local_holders(layout)
     blocks = parallel_map(
         lambda block: frozen(value[bounds_to_slices(layout.bounds(block))]), holders, value.nbytes
@@ -150,6 +154,37 @@ def _put_one(x: Any, sharding: Sharding | None, argument: str) -> Array:
     buffers = {}
     for devices, buffer in zip(holders.values(), blocks, strict=True):
         buffers.update(dict.fromkeys(devices, buffer))
+    return Array._from_buffers(sharding, buffers, value.shape)
+
+
+Placement = list[tuple[tuple[slice, ...] | None, list[Device]]]
+
+
+def placement(layout: Layout) -> Placement:
+    """For each block held here: its index (None for the whole array) and its devices."""
+    whole = len(layout.holders) == 1
+    return [
+        (None if whole else bounds_to_slices(layout.bounds(block)), devices)
+        for block, devices in local_holders(layout).items()
+    ]
+
+
+def adopt(value: np.ndarray, sharding: Sharding, where: Placement, foreign: Sequence = ()) -> Array:
+    """An Array over a freshly computed result, taking ownership of it instead of copying.
+
+    ``foreign`` lists arrays the result might be (inputs, constants): those are copied, since
+    their owners may still write to them. Shards are read-only views of the one result.
+    """
+    if value.flags.writeable:
+        if value.flags.owndata and not any(value is f for f in foreign):
+            value.flags.writeable = False
+        else:
+            value = frozen(value)
+    buffers = {}
+    for index, devices in where:
+        buffer = value if index is None else value[index]
+        for device in devices:
+            buffers[device] = buffer
     return Array._from_buffers(sharding, buffers, value.shape)
 
 

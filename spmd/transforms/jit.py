@@ -9,14 +9,14 @@ from typing import Any
 
 import numpy as np
 
-from spmd.core.interpret import eval_program
+from spmd.core.interpret import compile_program
 from spmd.core.program import Program
-from spmd.core.trace import ProgramTrace, aval_of, tracing
+from spmd.core.trace import EVAL_TRACE, ProgramTrace, aval_of, current_trace, tracing
 from spmd.errors import SpmdTypeError
 from spmd.runtime.array import Array
-from spmd.runtime.eager import result_sharding, to_host
-from spmd.runtime.put import device_put
-from spmd.tree_util import tree_flatten, tree_unflatten
+from spmd.runtime.eager import result_sharding
+from spmd.runtime.put import _is_target, adopt, as_sharding, layout_for, placement
+from spmd.tree_util import tree_broadcast_prefix, tree_flatten, tree_leaves, tree_unflatten
 
 
 def _as_tuple(x: int | Sequence[int] | str | Sequence[str]) -> tuple:
@@ -27,6 +27,26 @@ def _as_tuple(x: int | Sequence[int] | str | Sequence[str]) -> tuple:
 class _Traced:
     program: Program
     out_tree: Any
+    run: Callable[..., list]  # the compiled program: run(*consts, *args) -> outputs
+    out_shardings: list  # one Sharding per output leaf
+    out_placements: list
+
+
+_SCALAR_TYPES = (bool, int, float, complex)
+_LEAF_TYPES = frozenset({np.ndarray, Array, *_SCALAR_TYPES})
+
+
+def _leaf_key(x: Any) -> tuple | type:
+    """What of an argument the compiled program depends on: its type, shape, dtype, sharding."""
+    kind = type(x)
+    if kind is np.ndarray:
+        return (x.shape, x.dtype)
+    if kind is Array:
+        return (x.shape, x.dtype, x.sharding)
+    if kind in _SCALAR_TYPES:
+        return kind
+    aval = aval_of(x)
+    return (aval.shape, aval.dtype, aval.weak_type, kind)
 
 
 class Jitted:
@@ -52,6 +72,8 @@ class Jitted:
         functools.update_wrapper(self, fun)
 
     def _split(self, args: tuple, kwargs: dict):
+        if not self.static_argnums and not self.static_argnames:
+            return (), (args, kwargs)
         static = []
         for i in self.static_argnums:
             if i >= len(args):
@@ -70,7 +92,7 @@ class Jitted:
                     f"which is not hashable; static arguments key the cache. Pass a tuple "
                     f"instead of a list, or make the argument dynamic."
                 ) from None
-        dynamic_args = [a for i, a in enumerate(args) if i not in self.static_argnums]
+        dynamic_args = tuple(a for i, a in enumerate(args) if i not in self.static_argnums)
         dynamic_kwargs = {k: v for k, v in kwargs.items() if k not in self.static_argnames}
         return tuple(static), (dynamic_args, dynamic_kwargs)
 
@@ -82,56 +104,75 @@ class Jitted:
         kwargs.update({k: v for k, v in static if isinstance(k, str)})
         return self.fun(*full, **kwargs)
 
-    def trace(self, *args, **kwargs) -> tuple[_Traced, list, tuple]:
+    def trace(self, *args, **kwargs) -> tuple[_Traced, list]:
+        """The cached compilation for these arguments (tracing on a miss), and their leaves."""
+        flat = not kwargs and not self.static_argnums and not self.static_argnames
+        if flat and all(type(a) in _LEAF_TYPES for a in args):  # skip pytree flattening
+            leaves, key = args, (len(args), *map(_leaf_key, args))
+            traced = self._cache.get(key)
+            if traced is None:
+                traced = self._cache[key] = self._compile((), *tree_flatten((args, {}))[::-1])
+            return traced, leaves
         static, dynamic = self._split(args, kwargs)
         leaves, in_tree = tree_flatten(dynamic)
-        avals = [aval_of(leaf) for leaf in leaves]
-        shardings = tuple(leaf.sharding if isinstance(leaf, Array) else None for leaf in leaves)
-        key = (in_tree, tuple(avals), shardings, static)
+        key = (in_tree, static, *map(_leaf_key, leaves))
         traced = self._cache.get(key)
         if traced is None:
-            trace = ProgramTrace()
-            tracers = [trace.new_arg(aval) for aval in avals]
-            with tracing(trace):
-                out = self._call_with(static, tracers, in_tree)
-            out_leaves, out_tree = tree_flatten(out)
-            program = trace.finish([t.var for t in tracers], out_leaves)
-            traced = self._cache[key] = _Traced(program, out_tree)
-        return traced, leaves, shardings
+            traced = self._cache[key] = self._compile(static, in_tree, leaves)
+        return traced, leaves
+
+    def _compile(self, static, in_tree, leaves: list) -> _Traced:
+        trace = ProgramTrace()
+        tracers = [trace.new_arg(aval_of(leaf)) for leaf in leaves]
+        with tracing(trace):
+            out = self._call_with(static, tracers, in_tree)
+        out_leaves, out_tree = tree_flatten(out)
+        program = trace.finish([t.var for t in tracers], out_leaves)
+        who = f"jit({self.__name__}) out_shardings"
+        shardings = [
+            as_sharding(target, who) if target is not None else result_sharding(leaves, a.shape)
+            for target, a in zip(self._out_targets(out_tree), program.out_avals, strict=True)
+        ]
+        placements = [
+            placement(layout_for(s, a.shape, who))
+            for s, a in zip(shardings, program.out_avals, strict=True)
+        ]
+        return _Traced(program, out_tree, compile_program(program), shardings, placements)
 
     def __call__(self, *args, **kwargs):
-        from spmd.core.trace import current_trace
-
-        if isinstance(current_trace(), ProgramTrace):  # inside another trace: inline
+        if current_trace() is not EVAL_TRACE:  # inside another trace: inline the function
             return self.fun(*args, **kwargs)
-        traced, leaves, _ = self.trace(*args, **kwargs)
-        values = eval_program(traced.program, traced.program.consts, [to_host(x) for x in leaves])
+        traced, leaves = self.trace(*args, **kwargs)
+        program = traced.program
+        inputs = [np.asarray(x) if type(x) is Array else x for x in leaves]
+        values = traced.run(*program.consts, *inputs)
+        foreign = (*inputs, *program.consts)
         outs = []
-        targets = self._out_targets(traced)
-        for value, aval, target in zip(values, traced.program.out_avals, targets, strict=True):
+        for value, aval, sharding, where in zip(
+            values, program.out_avals, traced.out_shardings, traced.out_placements, strict=True
+        ):
             value = np.asarray(value)
-            if value.dtype != aval.dtype:
+            if value.dtype != aval.dtype or value.shape != aval.shape:
                 raise RuntimeError(f"internal error: jit computed {value.dtype} for {aval}")
-            outs.append(device_put(value, target or result_sharding(leaves, aval.shape)))
+            outs.append(adopt(value, sharding, where, foreign))
+        if traced.out_tree.num_nodes == 1:  # a single array
+            return outs[0]
         return tree_unflatten(traced.out_tree, outs)
 
-    def _out_targets(self, traced: _Traced) -> list:
-        count = traced.out_tree.num_leaves
+    def _out_targets(self, out_tree) -> list:
+        count = out_tree.num_leaves
         if self.out_shardings is None:
             return [None] * count
-        from spmd.runtime.put import _is_target
-        from spmd.tree_util import tree_broadcast_prefix, tree_leaves
-
         if _is_target(self.out_shardings):
             return [self.out_shardings] * count
-        full = tree_unflatten(traced.out_tree, [None] * count)
+        full = tree_unflatten(out_tree, [None] * count)
         return tree_leaves(
             tree_broadcast_prefix(self.out_shardings, full, is_leaf=_is_target),
             is_leaf=lambda x: x is None or _is_target(x),
         )
 
     def lower(self, *args, **kwargs) -> Lowered:
-        traced, _, _ = self.trace(*args, **kwargs)
+        traced, _ = self.trace(*args, **kwargs)
         return Lowered(traced.program)
 
 
