@@ -75,7 +75,7 @@ class ProgramTrace(Trace):
                     f"the function that made it (for example through a global or a closure). "
                     f"Pass it as an argument instead."
                 )
-            return x.var
+            return x.node
         aval = aval_of(x)
         if isinstance(x, _PYTHON_SCALARS) or (aval.ndim == 0 and isinstance(x, np.generic)):
             return Literal(x, aval)
@@ -132,23 +132,23 @@ class Tracer(ArrayMethods):
 
     def __init__(self, trace: ProgramTrace, var: Var) -> None:
         self.trace = trace
-        self.var = var
+        self.node = var  # the Program variable this tracer stands for
 
     @property
     def aval(self) -> ShapedArray:
-        return self.var.aval
+        return self.node.aval
 
     @property
     def shape(self) -> tuple[int, ...]:
-        return self.var.aval.shape
+        return self.node.aval.shape
 
     @property
     def dtype(self) -> np.dtype:
-        return self.var.aval.dtype
+        return self.node.aval.dtype
 
     @property
     def weak_type(self) -> bool:
-        return self.var.aval.weak_type
+        return self.node.aval.weak_type
 
     def __repr__(self) -> str:
         return f"Traced<{self.aval}>"

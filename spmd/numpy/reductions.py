@@ -1,3 +1,131 @@
-"""reductions of spmd.numpy (being built)."""
+"""Reductions of spmd.numpy: thin wrappers that normalize ``axis`` and bind the primitives."""
 
-__all__: list[str] = []
+from __future__ import annotations
+
+import builtins
+from typing import Any
+
+import numpy as np
+
+from spmd.core.aval import check_dtype
+from spmd.errors import SpmdTypeError
+from spmd.prims.elementwise import UNARY
+from spmd.prims.reduction import (
+    REDUCTIONS,
+    argmax_p,
+    argmin_p,
+    cumsum_p,
+    normalize_axes,
+    normalize_axis,
+)
+
+Axis = int | tuple[int, ...] | None
+
+
+def _ndim(a: Any) -> int:
+    from spmd.core.trace import aval_of
+
+    return aval_of(a).ndim
+
+
+def _dtype(dtype: Any) -> np.dtype | None:
+    return None if dtype is None else check_dtype(dtype)
+
+
+def _reduce(name: str, a: Any, axis: Axis, keepdims: bool, *, caller: str = "", **params: Any):
+    axes = normalize_axes(caller or name, axis, _ndim(a))
+    return REDUCTIONS[name].bind(a, axes=axes, keepdims=builtins.bool(keepdims), **params)
+
+
+def _scalar(name: str, argument: str, value: Any) -> Any:
+    if value is None or isinstance(value, (builtins.bool, int, float, complex, np.generic)):
+        return value
+    raise SpmdTypeError(
+        f"spmd.numpy.{name}: {argument}={value!r} must be a Python or NumPy scalar (it is a "
+        f"static parameter), not {type(value).__name__}."
+    )
+
+
+def sum(a: Any, axis: Axis = None, dtype: Any = None, keepdims: bool = False):
+    """``numpy.sum``. Example: ``spmd.numpy.sum(x, axis=0)``."""
+    return _reduce("sum", a, axis, keepdims, dtype=_dtype(dtype))
+
+
+def prod(a: Any, axis: Axis = None, dtype: Any = None, keepdims: bool = False):
+    """``numpy.prod``. Example: ``spmd.numpy.prod(x, axis=-1)``."""
+    return _reduce("prod", a, axis, keepdims, dtype=_dtype(dtype))
+
+
+def mean(a: Any, axis: Axis = None, dtype: Any = None, keepdims: bool = False):
+    """``numpy.mean`` (integers average as float64). Example: ``spmd.numpy.mean(x, axis=0)``."""
+    return _reduce("mean", a, axis, keepdims, dtype=_dtype(dtype))
+
+
+def max(a: Any, axis: Axis = None, keepdims: bool = False, initial: Any = None):
+    """``numpy.max``; ``initial`` gives empty slices a value. Example: ``max(x, axis=1)``."""
+    return _reduce("max", a, axis, keepdims, initial=_scalar("max", "initial", initial))
+
+
+def min(a: Any, axis: Axis = None, keepdims: bool = False, initial: Any = None):
+    """``numpy.min``; ``initial`` gives empty slices a value. Example: ``min(x, axis=1)``."""
+    return _reduce("min", a, axis, keepdims, initial=_scalar("min", "initial", initial))
+
+
+def all(a: Any, axis: Axis = None, keepdims: bool = False):
+    """``numpy.all`` (True over nothing). Example: ``spmd.numpy.all(x > 0, axis=0)``."""
+    return _reduce("all", a, axis, keepdims)
+
+
+def any(a: Any, axis: Axis = None, keepdims: bool = False):
+    """``numpy.any`` (False over nothing). Example: ``spmd.numpy.any(x > 0, axis=0)``."""
+    return _reduce("any", a, axis, keepdims)
+
+
+def var(a: Any, axis: Axis = None, ddof: int | float = 0, keepdims: bool = False):
+    """``numpy.var`` with ``ddof``. Example: ``spmd.numpy.var(x, axis=0, ddof=1)``."""
+    return _reduce("var", a, axis, keepdims, ddof=_scalar("var", "ddof", ddof))
+
+
+def std(a: Any, axis: Axis = None, ddof: int | float = 0, keepdims: bool = False):
+    """``numpy.std`` with ``ddof`` (the square root of var, as in NumPy). Example: ``std(x)``."""
+    variance = _reduce("var", a, axis, keepdims, caller="std", ddof=_scalar("std", "ddof", ddof))
+    return UNARY["sqrt"].bind(variance)
+
+
+def argmax(a: Any, axis: int | None = None, keepdims: bool = False):
+    """``numpy.argmax`` (None: index into the flattened array). Example: ``argmax(x, 1)``."""
+    axis = normalize_axis("argmax", axis, _ndim(a))
+    return argmax_p.bind(a, axis=axis, keepdims=builtins.bool(keepdims))
+
+
+def argmin(a: Any, axis: int | None = None, keepdims: bool = False):
+    """``numpy.argmin`` (None: index into the flattened array). Example: ``argmin(x, 1)``."""
+    axis = normalize_axis("argmin", axis, _ndim(a))
+    return argmin_p.bind(a, axis=axis, keepdims=builtins.bool(keepdims))
+
+
+def cumsum(a: Any, axis: int | None = None, dtype: Any = None):
+    """``numpy.cumsum`` (axis None: of the flattened array). Example: ``cumsum(x, axis=0)``."""
+    axis = normalize_axis("cumsum", axis, _ndim(a))
+    return cumsum_p.bind(a, axis=axis, dtype=_dtype(dtype))
+
+
+amax = max
+amin = min
+
+__all__ = [
+    "all",
+    "amax",
+    "amin",
+    "any",
+    "argmax",
+    "argmin",
+    "cumsum",
+    "max",
+    "mean",
+    "min",
+    "prod",
+    "std",
+    "sum",
+    "var",
+]

@@ -127,7 +127,7 @@ class Jitted:
         with tracing(trace):
             out = self._call_with(static, tracers, in_tree)
         out_leaves, out_tree = tree_flatten(out)
-        program = trace.finish([t.var for t in tracers], out_leaves)
+        program = trace.finish([t.node for t in tracers], out_leaves)
         who = f"jit({self.__name__}) out_shardings"
         shardings = [
             as_sharding(target, who) if target is not None else result_sharding(leaves, a.shape)

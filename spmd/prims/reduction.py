@@ -1,0 +1,220 @@
+"""Reduction primitives: sum, prod, max, min, all, any, mean, var, argmax/argmin and cumsum.
+
+Each shape rule asks NumPy itself for the result dtype (and for whether the reduction is
+defined at all) by running the NumPy function on a tiny stand-in array: the same dtype, and
+the same rank with every non-zero dimension shrunk to 1. Dtypes and empty-reduction errors are
+therefore NumPy 2's exactly, whatever the rules of a particular function are.
+"""
+
+from __future__ import annotations
+
+import functools
+import operator
+import warnings
+
+import numpy as np
+
+from spmd.core.aval import ShapedArray
+from spmd.core.primitive import Primitive, Rules
+from spmd.errors import ShapeError, SpmdTypeError
+
+_LETTERS = "abcdefghijklmnopqrstuvwxyz"
+
+
+# --- axis arguments ------------------------------------------------------------------------
+
+
+def _axis_index(name: str, axis: object, ndim: int) -> int:
+    """One axis as a non-negative int, or an error naming it and the rank."""
+    if isinstance(axis, bool):
+        raise SpmdTypeError(f"spmd.numpy.{name}: axis={axis!r} is a bool; pass an int axis.")
+    try:
+        index = operator.index(axis)
+    except TypeError:
+        raise SpmdTypeError(
+            f"spmd.numpy.{name}: axis={axis!r} is not an integer; pass an int, a tuple of "
+            f"ints or None."
+        ) from None
+    if not -ndim <= index < ndim:
+        valid = f"-{ndim} to {ndim - 1}" if ndim else "none (use axis=None)"
+        raise ShapeError(
+            f"spmd.numpy.{name}: axis {index} is out of range for an array of rank {ndim}; "
+            f"valid axes are {valid}."
+        )
+    return index % ndim
+
+
+def normalize_axes(name: str, axis: object, ndim: int) -> tuple[int, ...]:
+    """``axis`` (None, an int or a tuple of ints, negatives allowed) as sorted axes."""
+    if axis is None:
+        return tuple(range(ndim))
+    items = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
+    axes = [_axis_index(name, a, ndim) for a in items]
+    for a in set(axes):
+        if axes.count(a) > 1:
+            raise ShapeError(
+                f"spmd.numpy.{name}: axis={axis!r} names axis {a} more than once (rank "
+                f"{ndim}); list each axis once."
+            )
+    return tuple(sorted(axes))
+
+
+def normalize_axis(name: str, axis: object, ndim: int) -> int | None:
+    """A single ``axis`` (or None) for argmax/argmin/cumsum; NumPy treats a 0-d array as 1-d."""
+    if axis is None:
+        return None
+    if isinstance(axis, (tuple, list)):
+        raise SpmdTypeError(
+            f"spmd.numpy.{name}: axis={axis!r} is a sequence, but {name} takes one axis; "
+            f"pass an int or None."
+        )
+    return _axis_index(name, axis, max(ndim, 1))
+
+
+# --- the NumPy oracle for dtypes and empty reductions ----------------------------------------
+
+
+@functools.lru_cache(maxsize=4096)
+def _probe(numpy_name: str, shape: tuple[int, ...], dtype: np.dtype, kwargs: tuple) -> object:
+    """NumPy's result dtype on a stand-in array, or the exception NumPy raises."""
+    stand_in = np.zeros(tuple(min(d, 1) for d in shape), dtype)
+    try:
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            return np.asarray(getattr(np, numpy_name)(stand_in, **dict(kwargs))).dtype
+    except (ValueError, TypeError) as error:
+        return error
+
+
+def _numpy_kwargs(params: dict) -> dict:
+    return {k: v for k, v in params.items() if v is not None}
+
+
+def _result_dtype(name: str, numpy_name: str, x: ShapedArray, axes_text: str, **kw) -> np.dtype:
+    kwargs = tuple(sorted(_numpy_kwargs(kw).items(), key=lambda item: item[0]))
+    outcome = _probe(numpy_name, x.shape, x.dtype, kwargs)
+    if isinstance(outcome, np.dtype):
+        return outcome
+    if isinstance(outcome, TypeError):
+        options = ", ".join(f"{k}={v!r}" for k, v in kwargs if k != "axis")
+        raise SpmdTypeError(
+            f"spmd.numpy.{name} does not support {x}{' with ' + options if options else ''}: "
+            f"{outcome}"
+        )
+    fix = (
+        "pass initial=<value> to give empty slices a result, or check that the axis is "
+        "non-empty (x.shape) before reducing"
+        if name in ("max", "min", "amax", "amin")
+        else "check that the axis is non-empty (x.shape) before reducing"
+    )
+    raise ShapeError(
+        f"spmd.numpy.{name}: cannot reduce {axes_text} of {x}: it has no "
+        f"elements and {name} of nothing is undefined ({outcome}). Fix: {fix}."
+    )
+
+
+def _empty_axes_text(shape: tuple[int, ...], axes: tuple[int, ...]) -> str:
+    if len(axes) == 1:
+        return f"axis {axes[0]}"
+    empty = [a for a in axes if shape[a] == 0]
+    return f"axes {axes}" + (f" (axis {empty[0]} has size 0)" if empty else "")
+
+
+# --- sharding factor strings -----------------------------------------------------------------
+
+
+def reduction_factors(x: ShapedArray, *, axes: tuple[int, ...], keepdims: bool, **_) -> str:
+    """E.g. ``"a b c -> a c"`` for axes (1,) of a rank-3 operand (``"a 1 c"`` with keepdims):
+    the factors missing on the right are reduced; how partial results combine (sum, max, ...)
+    is the primitive's kind, in its name."""
+    letters = _LETTERS[: x.ndim]
+    kept = [("1" if keepdims else "") if i in axes else f for i, f in enumerate(letters)]
+    return f"{' '.join(letters)} -> {' '.join(k for k in kept if k)}".rstrip()
+
+
+# --- the reduce family -----------------------------------------------------------------------
+
+
+def reduction(name: str, numpy_name: str | None = None) -> Primitive:
+    """``reduce_<name>``: ``numpy.<numpy_name>`` over sorted ``axes`` with ``keepdims``;
+    extra keyword parameters (``dtype``, ``ddof``, ``initial``) go to NumPy unless None."""
+    numpy_name = numpy_name or name
+
+    def shape(x: ShapedArray, *, axes: tuple[int, ...], keepdims: bool, **params) -> ShapedArray:
+        if any(not 0 <= a < x.ndim for a in axes) or list(axes) != sorted(set(axes)):
+            raise ShapeError(f"spmd.numpy.{name}: axes {axes} are not sorted axes of {x}.")
+        text = _empty_axes_text(x.shape, axes)
+        dtype = _result_dtype(name, numpy_name, x, text, axis=axes, **params)
+        if keepdims:
+            out = tuple(1 if i in axes else d for i, d in enumerate(x.shape))
+        else:
+            out = tuple(d for i, d in enumerate(x.shape) if i not in axes)
+        return ShapedArray(out, dtype)
+
+    def impl(xp, x, *, axes, keepdims, **params):
+        fn = getattr(xp, numpy_name)
+        return fn(x, axis=axes, keepdims=keepdims, **_numpy_kwargs(params))
+
+    return Primitive(f"reduce_{name}", Rules(shape=shape, impl=impl, sharding=reduction_factors))
+
+
+REDUCTIONS = {
+    name: reduction(name) for name in ("sum", "prod", "max", "min", "all", "any", "mean", "var")
+}
+reduce_sum_p = REDUCTIONS["sum"]
+reduce_prod_p = REDUCTIONS["prod"]
+reduce_max_p = REDUCTIONS["max"]
+reduce_min_p = REDUCTIONS["min"]
+reduce_and_p = REDUCTIONS["all"]
+reduce_or_p = REDUCTIONS["any"]
+reduce_mean_p = REDUCTIONS["mean"]
+reduce_var_p = REDUCTIONS["var"]
+
+
+# --- argmax / argmin -------------------------------------------------------------------------
+
+
+def arg_reduction(name: str) -> Primitive:
+    """``numpy.<name>`` (argmax or argmin) along one ``axis`` (None: the flattened array)."""
+
+    def shape(x: ShapedArray, *, axis: int | None, keepdims: bool) -> ShapedArray:
+        if x.ndim == 0:
+            text, out = "the 0-d array", ()
+        elif axis is None:
+            text, out = "all axes (axis=None)", (1,) * x.ndim if keepdims else ()
+        else:
+            text = f"axis {axis}"
+            out = tuple(
+                (1 if keepdims else None) if i == axis else d for i, d in enumerate(x.shape)
+            )
+            out = tuple(d for d in out if d is not None)
+        dtype = _result_dtype(name, name, x, text, axis=axis)
+        return ShapedArray(out, dtype)
+
+    def impl(xp, x, *, axis, keepdims):
+        return getattr(xp, name)(x, axis=axis, keepdims=keepdims)
+
+    # Across shards of a sharded axis, an arg-reduction needs (value, index) pairs combined;
+    # the partitioner will say how, so no factor string yet.
+    return Primitive(name, Rules(shape=shape, impl=impl, sharding=None))
+
+
+argmax_p = arg_reduction("argmax")
+argmin_p = arg_reduction("argmin")
+
+
+# --- cumsum ----------------------------------------------------------------------------------
+
+
+def _cumsum_shape(x: ShapedArray, *, axis: int | None, dtype: np.dtype | None) -> ShapedArray:
+    out = (x.size,) if axis is None or x.ndim == 0 else x.shape
+    result = _result_dtype("cumsum", "cumsum", x, f"axis {axis}", axis=axis, dtype=dtype)
+    return ShapedArray(out, result)
+
+
+def _cumsum_impl(xp, x, *, axis, dtype):
+    return xp.cumsum(x, axis=axis, dtype=dtype)
+
+
+# A scan along ``axis``: sharding that axis needs an exclusive scan of the shard totals.
+cumsum_p = Primitive("cumsum", Rules(shape=_cumsum_shape, impl=_cumsum_impl, sharding=None))
