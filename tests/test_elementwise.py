@@ -66,3 +66,10 @@ def test_operators_on_arrays_and_numpy_ufuncs_dispatch():
     )
     assert isinstance(np.sin(x), spmd.Array)
     assert (x // 3).tolist() == [0.0, 0.0, 0.0, 1.0] and (x % 3).tolist() == [0.0, 1.0, 2.0, 0.0]
+
+
+def test_numpy_scalars_are_strong_unlike_python_scalars():
+    x = np.ones(2, np.float32)
+    for result in (snp.multiply(x, np.float64(2)), spmd.jit(lambda a: a * np.float64(2))(x)):
+        assert result.dtype == np.multiply(x, np.float64(2)).dtype == np.float64
+    assert snp.multiply(x, 2.0).dtype == np.float32

@@ -13,7 +13,7 @@ from spmd.core.primitive import Primitive
 from spmd.core.program import Equation, Literal, Program, Var
 from spmd.errors import SpmdError, SpmdTypeError
 
-_PYTHON_SCALARS = (bool, int, float, complex)
+_PYTHON_SCALARS = frozenset({bool, int, float, complex})  # exact types: np.float64 is strong
 
 
 class TracerBoolConversionError(SpmdError, TypeError):
@@ -33,7 +33,7 @@ def aval_of(x: Any) -> ShapedArray:
     """The abstract value of a tracer, an Array, a NumPy array or a Python scalar."""
     if isinstance(x, Tracer):
         return x.aval
-    if isinstance(x, _PYTHON_SCALARS):
+    if type(x) in _PYTHON_SCALARS:
         return python_scalar_aval(x)
     from spmd.runtime.put import host_array
 
@@ -77,7 +77,7 @@ class ProgramTrace(Trace):
                 )
             return x.node
         aval = aval_of(x)
-        if isinstance(x, _PYTHON_SCALARS) or (aval.ndim == 0 and isinstance(x, np.generic)):
+        if type(x) in _PYTHON_SCALARS or (aval.ndim == 0 and isinstance(x, np.generic)):
             return Literal(x, aval)
         var = self._const_ids.get(id(x))
         if var is None:

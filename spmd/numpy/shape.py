@@ -1,3 +1,293 @@
-"""shape of spmd.numpy (being built)."""
+"""Shape functions of spmd.numpy: normalize arguments as NumPy 2 does, then bind primitives."""
 
-__all__: list[str] = []
+from __future__ import annotations
+
+import itertools
+import math
+import operator
+from collections.abc import Sequence
+from typing import Any
+
+from spmd.core.aval import check_dtype
+from spmd.core.trace import aval_of
+from spmd.errors import ShapeError, SpmdError, SpmdTypeError
+from spmd.prims.shape import (
+    broadcast_to_p,
+    concatenate_p,
+    convert_element_type_p,
+    repeat_p,
+    reshape_error,
+    reshape_p,
+    split_p,
+    transpose_p,
+)
+
+__all__ = [
+    "astype",
+    "broadcast_to",
+    "concatenate",
+    "expand_dims",
+    "moveaxis",
+    "ravel",
+    "repeat",
+    "reshape",
+    "split",
+    "squeeze",
+    "stack",
+    "swapaxes",
+    "tile",
+    "transpose",
+]
+
+
+def _int(value: Any, fn: str, argument: str) -> int:
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise SpmdTypeError(
+            f"spmd.numpy.{fn}: {argument} must be an integer, got {value!r} "
+            f"({type(value).__name__})."
+        ) from None
+
+
+def _ints(value: Any, fn: str, argument: str) -> tuple[int, ...]:
+    """An int or a sequence of ints, as a tuple of Python ints."""
+    try:
+        items = tuple(value)
+    except TypeError:
+        items = (value,)
+    return tuple(_int(v, fn, argument) for v in items)
+
+
+def _axis(axis: Any, ndim: int, fn: str, what: str, argument: str = "axis") -> int:
+    """``axis`` in ``[0, ndim)``; ``what`` names the array it indexes in the message."""
+    axis = _int(axis, fn, argument)
+    if not -ndim <= axis < ndim:
+        valid = f"use an axis in [{-ndim}, {ndim})" if ndim else "it has no axes"
+        raise ShapeError(
+            f"spmd.numpy.{fn}: {argument}={axis} is out of bounds for {what}, which has "
+            f"{ndim} dimension(s); {valid}."
+        )
+    return axis % ndim
+
+
+def _axes(axes: Any, ndim: int, fn: str, what: str, argument: str = "axis") -> tuple[int, ...]:
+    result = tuple(_axis(a, ndim, fn, what, argument) for a in _ints(axes, fn, argument))
+    if len(set(result)) != len(result):
+        raise ShapeError(
+            f"spmd.numpy.{fn}: {argument}={axes} names an axis twice; give each axis once."
+        )
+    return result
+
+
+def _sizes(shape: Any, fn: str, argument: str = "shape") -> tuple[int, ...]:
+    sizes = _ints(shape, fn, argument)
+    if any(d < 0 for d in sizes):
+        raise ShapeError(
+            f"spmd.numpy.{fn}: {argument}={sizes} has a negative size; sizes must be >= 0."
+        )
+    return sizes
+
+
+def _operands(arrays: Any, fn: str) -> list[Any]:
+    try:
+        operands = list(arrays)
+    except TypeError:
+        raise SpmdTypeError(
+            f"spmd.numpy.{fn}: arrays must be a sequence of arrays, got "
+            f"{type(arrays).__name__}; wrap a single array in a list."
+        ) from None
+    if not operands:
+        raise ShapeError(f"spmd.numpy.{fn}: need at least one array to {fn}.")
+    return operands
+
+
+def reshape(a: Any, shape: int | Sequence[int], order: str = "C") -> Any:
+    """``numpy.reshape`` in C order, one -1 inferred. Example: ``reshape(x, (2, -1))``."""
+    if order != "C":
+        raise SpmdError(
+            f"spmd.numpy.reshape: order={order!r} is not supported; only order='C'. For "
+            f"order='F', transpose, reshape to the reversed shape, and transpose back."
+        )
+    aval = aval_of(a)
+    sizes = _ints(shape, "reshape", "shape")
+    unknown = [i for i, d in enumerate(sizes) if d == -1]
+    if len(unknown) > 1 or any(d < -1 for d in sizes):
+        raise ShapeError(
+            f"spmd.numpy.reshape: shape={sizes} may hold at most one -1 (the dimension to infer) "
+            f"and no other negative sizes."
+        )
+    if unknown:
+        known = math.prod(d for d in sizes if d != -1)
+        if known == 0 or aval.size % known:
+            raise reshape_error(aval, sizes)
+        sizes = tuple(aval.size // known if d == -1 else d for d in sizes)
+    return reshape_p.bind(a, new_sizes=sizes)
+
+
+def ravel(a: Any) -> Any:
+    """``numpy.ravel``: the elements as a 1-D array in C order. Example: ``ravel(x)``."""
+    aval = aval_of(a)
+    return reshape_p.bind(a, new_sizes=(aval.size,))
+
+
+def transpose(a: Any, axes: Sequence[int] | None = None) -> Any:
+    """``numpy.transpose``: permute the axes (reverse them if None). Example: ``transpose(x)``."""
+    aval = aval_of(a)
+    if axes is None:
+        return transpose_p.bind(a, permutation=tuple(reversed(range(aval.ndim))))
+    permutation = _axes(axes, aval.ndim, "transpose", str(aval), "axes")
+    if len(permutation) != aval.ndim:
+        raise ShapeError(
+            f"spmd.numpy.transpose: axes={tuple(permutation)} has {len(permutation)} entries but "
+            f"{aval} has {aval.ndim} dimensions; give a permutation of range({aval.ndim})."
+        )
+    return transpose_p.bind(a, permutation=permutation)
+
+
+def swapaxes(a: Any, axis1: int, axis2: int) -> Any:
+    """``numpy.swapaxes``: exchange two axes. Example: ``swapaxes(x, 0, -1)``."""
+    aval = aval_of(a)
+    i = _axis(axis1, aval.ndim, "swapaxes", str(aval), "axis1")
+    j = _axis(axis2, aval.ndim, "swapaxes", str(aval), "axis2")
+    permutation = list(range(aval.ndim))
+    permutation[i], permutation[j] = j, i
+    return transpose_p.bind(a, permutation=tuple(permutation))
+
+
+def moveaxis(a: Any, source: int | Sequence[int], destination: int | Sequence[int]) -> Any:
+    """``numpy.moveaxis``: move axes to new positions. Example: ``moveaxis(x, 0, -1)``."""
+    aval = aval_of(a)
+    src = _axes(source, aval.ndim, "moveaxis", str(aval), "source")
+    dst = _axes(destination, aval.ndim, "moveaxis", str(aval), "destination")
+    if len(src) != len(dst):
+        raise ShapeError(
+            f"spmd.numpy.moveaxis: source={source} and destination={destination} must have "
+            f"the same number of elements ({len(src)} vs {len(dst)})."
+        )
+    order = [n for n in range(aval.ndim) if n not in src]
+    for d, s in sorted(zip(dst, src, strict=True)):
+        order.insert(d, s)
+    return transpose_p.bind(a, permutation=tuple(order))
+
+
+def squeeze(a: Any, axis: int | Sequence[int] | None = None) -> Any:
+    """``numpy.squeeze``: drop axes of size 1 (all if None). Example: ``squeeze(x, 0)``."""
+    aval = aval_of(a)
+    if axis is None:
+        axes = tuple(i for i, d in enumerate(aval.shape) if d == 1)
+    else:
+        axes = _axes(axis, aval.ndim, "squeeze", str(aval))
+    for i in axes:
+        if aval.shape[i] != 1:
+            raise ShapeError(
+                f"spmd.numpy.squeeze: cannot squeeze axis {i} of {aval}: its size is "
+                f"{aval.shape[i]}, not 1. Squeeze only axes of size 1, or pass axis=None."
+            )
+    return reshape_p.bind(a, new_sizes=tuple(d for i, d in enumerate(aval.shape) if i not in axes))
+
+
+def expand_dims(a: Any, axis: int | Sequence[int]) -> Any:
+    """``numpy.expand_dims``: insert axes of size 1. Example: ``expand_dims(x, (0, -1))``."""
+    aval = aval_of(a)
+    ndim = aval.ndim + len(_ints(axis, "expand_dims", "axis"))
+    axes = _axes(axis, ndim, "expand_dims", f"the result (rank {ndim})")
+    sizes = iter(aval.shape)
+    return reshape_p.bind(a, new_sizes=tuple(1 if i in axes else next(sizes) for i in range(ndim)))
+
+
+def broadcast_to(array: Any, shape: int | Sequence[int]) -> Any:
+    """``numpy.broadcast_to``: stretch size-1 and new axes. Ex: ``broadcast_to(x, (4, 3))``."""
+    return broadcast_to_p.bind(array, shape=_sizes(shape, "broadcast_to"))
+
+
+def concatenate(arrays: Sequence[Any], axis: int | None = 0) -> Any:
+    """``numpy.concatenate`` along an existing axis (None flattens). Ex: ``concatenate([x, y])``."""
+    operands = _operands(arrays, "concatenate")
+    if axis is not None:
+        first = aval_of(operands[0])
+        if first.ndim == 0:
+            raise ShapeError(
+                f"spmd.numpy.concatenate: arrays[0] is zero-dimensional ({first}) and cannot be "
+                f"concatenated; use stack, or pass axis=None to flatten."
+            )
+        axis = _axis(axis, first.ndim, "concatenate", f"arrays[0] {first}")
+    return concatenate_p.bind(*operands, axis=axis)
+
+
+def stack(arrays: Sequence[Any], axis: int = 0) -> Any:
+    """``numpy.stack``: join same-shaped arrays along a new axis. Ex: ``stack([x, y], -1)``."""
+    operands = _operands(arrays, "stack")
+    avals = [aval_of(x) for x in operands]
+    for i, aval in enumerate(avals):
+        if aval.shape != avals[0].shape:
+            raise ShapeError(
+                f"spmd.numpy.stack: all input arrays must have the same shape, but arrays[{i}] "
+                f"is {aval} and arrays[0] is {avals[0]}."
+            )
+    shape = avals[0].shape
+    axis = _axis(axis, len(shape) + 1, "stack", f"the result (rank {len(shape) + 1})")
+    expanded = (*shape[:axis], 1, *shape[axis:])
+    return concatenate_p.bind(
+        *[reshape_p.bind(x, new_sizes=expanded) for x in operands],
+        axis=axis,
+    )
+
+
+def split(ary: Any, indices_or_sections: int | Sequence[int], axis: int = 0) -> list[Any]:
+    """``numpy.split`` into equal sections or at indices. Example: ``split(x, [2, 5], axis=1)``."""
+    aval = aval_of(ary)
+    axis = _axis(axis, aval.ndim, "split", str(aval))
+    n = aval.shape[axis]
+    try:
+        points = list(indices_or_sections)
+    except TypeError:  # not a sequence: a number of equal sections
+        sections = _int(indices_or_sections, "split", "indices_or_sections")
+        if sections <= 0 or n % sections:
+            raise ShapeError(
+                f"spmd.numpy.split: array split does not result in an equal division: axis "
+                f"{axis} of {aval} has size {n}, which {sections} sections cannot divide "
+                f"equally. Pass a number of sections that divides {n}, or a list of indices."
+            ) from None
+        step = n // sections
+        bounds = tuple((i * step, (i + 1) * step) for i in range(sections))
+    else:  # indices: pieces [0:i0], [i0:i1], ..., [ik:n] with Python slice semantics
+        edges = [0, *(_int(i, "split", "indices_or_sections") for i in points), n]
+        pieces = [slice(a, b).indices(n)[:2] for a, b in itertools.pairwise(edges)]
+        bounds = tuple((start, max(start, stop)) for start, stop in pieces)
+    return split_p.bind(ary, bounds=bounds, axis=axis)
+
+
+def tile(A: Any, reps: int | Sequence[int]) -> Any:
+    """``numpy.tile``: repeat the whole array ``reps`` times per axis. Ex: ``tile(x, (2, 1))``."""
+    aval = aval_of(A)
+    reps = _sizes(reps, "tile", "reps")
+    ndim = max(aval.ndim, len(reps))
+    shape = (1,) * (ndim - aval.ndim) + aval.shape
+    reps = (1,) * (ndim - len(reps)) + reps
+    # x[s0, s1] -> [1, s0, 1, s1] -> broadcast to [r0, s0, r1, s1] -> [r0*s0, r1*s1]
+    x = reshape_p.bind(A, new_sizes=tuple(v for s in shape for v in (1, s)))
+    x = broadcast_to_p.bind(
+        x, shape=tuple(v for r, s in zip(reps, shape, strict=True) for v in (r, s))
+    )
+    return reshape_p.bind(x, new_sizes=tuple(r * s for r, s in zip(reps, shape, strict=True)))
+
+
+def repeat(a: Any, repeats: int | Sequence[int], axis: int | None = None) -> Any:
+    """``numpy.repeat``: repeat elements (flattened if axis is None). Ex: ``repeat(x, 2, 0)``."""
+    if axis is None:
+        a, axis = ravel(a), 0
+    aval = aval_of(a)
+    axis = _axis(axis, aval.ndim, "repeat", str(aval))
+    counts = _ints(repeats, "repeat", "repeats")
+    if any(c < 0 for c in counts):
+        raise ShapeError(f"spmd.numpy.repeat: repeats={repeats} may not contain negative counts.")
+    is_int = not isinstance(repeats, Sequence) and getattr(repeats, "ndim", 0) == 0
+    if is_int or len(counts) == 1:
+        return repeat_p.bind(a, repeats=counts[0], axis=axis)
+    return repeat_p.bind(a, repeats=counts, axis=axis)
+
+
+def astype(x: Any, dtype: Any) -> Any:
+    """``numpy.astype``: convert to ``dtype``. Example: ``astype(x, np.float32)``."""
+    return convert_element_type_p.bind(x, new_dtype=check_dtype(dtype))

@@ -1,0 +1,207 @@
+"""Shape primitives: reshape, transpose, broadcast, concatenate, split, repeat and dtype casts."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from spmd.core.aval import ShapedArray, result_dtype
+from spmd.core.primitive import Primitive, Rules
+from spmd.errors import ShapeError
+
+
+def reshape_error(x: ShapedArray, new_sizes: tuple[int, ...]) -> ShapeError:
+    """The error for a reshape whose sizes do not multiply to the array's size."""
+    return ShapeError(
+        f"spmd.numpy.reshape: cannot reshape {x} (size {x.size}) into shape {tuple(new_sizes)}: "
+        f"the sizes must multiply to {x.size}. Give a shape with the same number of elements, "
+        f"or use -1 for one dimension to infer it."
+    )
+
+
+def _reshape_shape(x: ShapedArray, *, new_sizes: tuple[int, ...]) -> ShapedArray:
+    if any(d < 0 for d in new_sizes) or math.prod(new_sizes) != x.size:
+        raise reshape_error(x, new_sizes)
+    return ShapedArray(tuple(new_sizes), x.dtype)
+
+
+def _transpose_shape(x: ShapedArray, *, permutation: tuple[int, ...]) -> ShapedArray:
+    if sorted(permutation) != list(range(x.ndim)):
+        raise ShapeError(
+            f"spmd.numpy.transpose: axes={tuple(permutation)} is not a permutation of the "
+            f"{x.ndim} axes of {x}; give each axis in range({x.ndim}) exactly once."
+        )
+    return ShapedArray(tuple(x.shape[i] for i in permutation), x.dtype)
+
+
+def _broadcast_to_shape(x: ShapedArray, *, shape: tuple[int, ...]) -> ShapedArray:
+    fix = "Each dimension must equal the target's or be 1, counting from the right."
+    if len(shape) < x.ndim:
+        raise ShapeError(
+            f"spmd.numpy.broadcast_to: cannot broadcast {x} to shape {tuple(shape)}, which has "
+            f"fewer dimensions ({len(shape)} < {x.ndim}). {fix}"
+        )
+    if any(d < 0 for d in shape):
+        raise ShapeError(
+            f"spmd.numpy.broadcast_to: shape={tuple(shape)} has a negative size; every size "
+            f"of the target shape must be >= 0."
+        )
+    offset = len(shape) - x.ndim
+    for axis, size in enumerate(x.shape):
+        if size not in (1, shape[offset + axis]):
+            raise ShapeError(
+                f"spmd.numpy.broadcast_to: cannot broadcast {x} to shape {tuple(shape)}: axis "
+                f"{axis} has size {size}, but the target's dimension {offset + axis} is "
+                f"{shape[offset + axis]}. {fix}"
+            )
+    return ShapedArray(tuple(shape), x.dtype)
+
+
+def _concatenate_shape(*avals: ShapedArray, axis: int | None) -> ShapedArray:
+    if not avals:
+        raise ShapeError("spmd.numpy.concatenate: need at least one array to concatenate.")
+    dtype, _ = result_dtype(*avals)  # Python scalars (axis=None only) promote weakly
+    if axis is None:
+        return ShapedArray((sum(a.size for a in avals),), dtype)
+    first = avals[0]
+    for i, a in enumerate(avals):
+        if a.ndim == 0:
+            raise ShapeError(
+                f"spmd.numpy.concatenate: arrays[{i}] is zero-dimensional ({a}) and cannot be "
+                f"concatenated; use stack, or pass axis=None to flatten."
+            )
+        if a.ndim != first.ndim:
+            raise ShapeError(
+                f"spmd.numpy.concatenate: arrays[{i}] {a} has {a.ndim} dimension(s) but "
+                f"arrays[0] {first} has {first.ndim}; all arrays need the same rank. Reshape "
+                f"or expand_dims them first."
+            )
+        for d in range(a.ndim):
+            if d != axis and a.shape[d] != first.shape[d]:
+                raise ShapeError(
+                    f"spmd.numpy.concatenate: arrays[{i}] {a} does not match arrays[0] {first} "
+                    f"along dimension {d} ({a.shape[d]} vs {first.shape[d]}); all dimensions "
+                    f"except the concatenation axis {axis} must match."
+                )
+    if not 0 <= axis < first.ndim:
+        raise ShapeError(
+            f"spmd.numpy.concatenate: axis={axis} is out of bounds for arrays of rank {first.ndim}."
+        )
+    shape = list(first.shape)
+    shape[axis] = sum(a.shape[axis] for a in avals)
+    return ShapedArray(tuple(shape), dtype)
+
+
+def _concatenate_impl(xp, *arrays, axis: int | None):
+    return xp.concatenate(arrays, axis=axis)
+
+
+def _split_shape(
+    x: ShapedArray, *, bounds: tuple[tuple[int, int], ...], axis: int
+) -> list[ShapedArray]:
+    if not 0 <= axis < x.ndim:
+        raise ShapeError(f"spmd.numpy.split: axis={axis} is out of bounds for {x}.")
+    n = x.shape[axis]
+    outs = []
+    for start, stop in bounds:
+        if not 0 <= start <= stop <= n:
+            raise ShapeError(
+                f"spmd.numpy.split: piece [{start}:{stop}] does not lie within axis {axis} of "
+                f"{x} (size {n})."
+            )
+        shape = list(x.shape)
+        shape[axis] = stop - start
+        outs.append(ShapedArray(tuple(shape), x.dtype))
+    return outs
+
+
+def _split_impl(xp, x, *, bounds: tuple[tuple[int, int], ...], axis: int) -> list:
+    x = xp.asarray(x)
+    before = (slice(None),) * axis
+    return [x[(*before, slice(start, stop))] for start, stop in bounds]
+
+
+def _repeat_shape(x: ShapedArray, *, repeats: int | tuple[int, ...], axis: int) -> ShapedArray:
+    if not 0 <= axis < x.ndim:
+        raise ShapeError(f"spmd.numpy.repeat: axis={axis} is out of bounds for {x}.")
+    n = x.shape[axis]
+    if isinstance(repeats, int):
+        total = n * repeats
+    elif len(repeats) == n:
+        total = sum(repeats)
+    else:
+        raise ShapeError(
+            f"spmd.numpy.repeat: repeats has {len(repeats)} entries but axis {axis} of {x} has "
+            f"size {n}; give one count per element along the axis, or a single int."
+        )
+    if (repeats if isinstance(repeats, int) else min(repeats, default=0)) < 0:
+        raise ShapeError(f"spmd.numpy.repeat: repeats={repeats} may not contain negative counts.")
+    shape = list(x.shape)
+    shape[axis] = total
+    return ShapedArray(tuple(shape), x.dtype)
+
+
+def _convert_shape(x: ShapedArray, *, new_dtype: np.dtype) -> ShapedArray:
+    return ShapedArray(x.shape, np.dtype(new_dtype))
+
+
+# Shardings of the shape-changing primitives depend on their parameters, so each will be a
+# function of them (the partitioner's issue); None until then.
+reshape_p = Primitive(
+    "reshape",
+    Rules(
+        shape=_reshape_shape,
+        impl=lambda xp, x, *, new_sizes: xp.reshape(x, new_sizes),
+        sharding=None,  # a function: factors that survive the reshape keep their axes
+    ),
+)
+transpose_p = Primitive(
+    "transpose",
+    Rules(
+        shape=_transpose_shape,
+        impl=lambda xp, x, *, permutation: xp.transpose(x, permutation),
+        sharding=None,  # a function: output dimension i takes input dimension permutation[i]
+    ),
+)
+broadcast_to_p = Primitive(
+    "broadcast_to",
+    Rules(
+        shape=_broadcast_to_shape,
+        impl=lambda xp, x, *, shape: xp.broadcast_to(x, shape),
+        sharding=None,  # a function: broadcast (size-1 or new) dimensions start replicated
+    ),
+)
+concatenate_p = Primitive(
+    "concatenate",
+    Rules(
+        shape=_concatenate_shape,
+        impl=_concatenate_impl,
+        sharding=None,  # a function: every dimension but `axis` is shared by all operands
+    ),
+)
+split_p = Primitive(
+    "split",
+    Rules(
+        shape=_split_shape,
+        impl=_split_impl,
+        sharding=None,  # a function: every dimension but `axis` passes through
+    ),
+    multiple_results=True,
+)
+repeat_p = Primitive(
+    "repeat",
+    Rules(
+        shape=_repeat_shape,
+        impl=lambda xp, x, *, repeats, axis: xp.repeat(x, repeats, axis=axis),
+        sharding=None,  # a function: every dimension but `axis` passes through
+    ),
+)
+convert_element_type_p = Primitive(
+    "convert_element_type",
+    Rules(
+        shape=_convert_shape,
+        impl=lambda xp, x, *, new_dtype: xp.asarray(x).astype(new_dtype),
+        sharding="elementwise",
+    ),
+)
