@@ -1,7 +1,8 @@
 """spmd: write array code for one device, run it over many (SPMD parallelism on NumPy)."""
 
-from spmd import debug, numpy, sharding, tree_util
+from spmd import debug, nn, numpy, random, sharding, tree_util
 from spmd.config import config
+from spmd.core.trace import TracerBoolConversionError, UnexpectedTracerError
 from spmd.errors import (
     AxisNameError,
     ConfigError,
@@ -11,6 +12,7 @@ from spmd.errors import (
     SpmdError,
     SpmdTypeError,
 )
+from spmd.prims.indexing import SpmdIndexError
 from spmd.runtime.array import Array, Shard
 from spmd.runtime.construct import (
     make_array_from_callback,
@@ -58,7 +60,10 @@ __all__ = [
     "ShardingError",
     "SingleDeviceSharding",
     "SpmdError",
+    "SpmdIndexError",
     "SpmdTypeError",
+    "TracerBoolConversionError",
+    "UnexpectedTracerError",
     "config",
     "debug",
     "device_count",
@@ -72,9 +77,11 @@ __all__ = [
     "make_array_from_single_device_arrays",
     "make_jaxpr",
     "make_mesh",
+    "nn",
     "numpy",
     "process_count",
     "process_index",
+    "random",
     "sharding",
     "tree_util",
 ]

@@ -67,3 +67,10 @@ def test_results_keep_a_sensible_sharding():
     assert spmd.jit(lambda v: v * 2)(x).sharding == x.sharding
     target = NamedSharding(mesh, P("y"))
     assert spmd.jit(lambda v: v * 2, out_shardings=target)(x).sharding == target
+
+
+def test_numpy_functions_spmd_lacks_fail_clearly_when_traced_and_fall_back_eagerly():
+    assert np.median(snp.arange(5)) == 2.0  # concrete Arrays fall back to NumPy itself
+    with pytest.raises(spmd.SpmdTypeError, match=r"numpy.median was called on a traced value"):
+        spmd.jit(lambda x: np.median(x))(np.ones(4))
+    assert isinstance(np.sin(snp.arange(3.0)), spmd.Array)  # implemented ones stay spmd

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 
 def _snp():
     import spmd.numpy as snp
@@ -119,11 +121,22 @@ class ArrayMethods:
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         fn = getattr(_snp(), ufunc.__name__, None)
         if method != "__call__" or fn is None or kwargs:
-            return NotImplemented
+            suffix = "" if method == "__call__" else f".{method}"
+            name = f"numpy.{ufunc.__name__}{suffix}"
+            return self._unsupported(name, getattr(ufunc, method), inputs, kwargs)
         return fn(*inputs)
 
     def __array_function__(self, func, types, args, kwargs):
         fn = getattr(_snp(), func.__name__, None)
         if fn is None:
-            return NotImplemented
+            return self._unsupported(f"numpy.{func.__name__}", func, args, kwargs)
         return fn(*args, **kwargs)
+
+    def _unsupported(self, name: str, func, args: tuple, kwargs: dict):
+        """A NumPy function spmd.numpy lacks: concrete values fall back to NumPy itself."""
+        from spmd.tree_util import tree_map
+
+        def host(x):
+            return np.asarray(x) if isinstance(x, ArrayMethods) else x
+
+        return func(*tree_map(host, args), **tree_map(host, kwargs))

@@ -175,6 +175,13 @@ class Tracer(ArrayMethods):
     def __array__(self, dtype=None, copy=None):
         raise self._concrete_error("The NumPy value")
 
+    def _unsupported(self, name: str, func, args: tuple, kwargs: dict):
+        raise SpmdTypeError(
+            f"{name} was called on a traced value {self.aval}, but spmd.numpy has no {name!r} "
+            f"yet, so it cannot be traced. Write it with spmd.numpy functions, or compute it "
+            f"outside the jitted function."
+        )
+
     def __len__(self) -> int:
         if not self.shape:
             raise SpmdTypeError("len() of a 0-d traced value")

@@ -1,0 +1,152 @@
+"""spmd.nn: neural-network functions with jax.nn's semantics, written over spmd.numpy.
+
+Each function is a composition of spmd.numpy functions, so it runs eagerly and inside
+spmd.jit, and float32 stays float32 (constants are Python scalars, which promote weakly).
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+import spmd.numpy as snp
+from spmd.core.aval import check_dtype
+from spmd.core.trace import aval_of
+from spmd.errors import ShapeError, SpmdTypeError
+
+__all__ = ["gelu", "log_softmax", "logsumexp", "one_hot", "relu", "sigmoid", "softmax"]
+
+Axis = int | Sequence[int] | None
+
+# Cephes' rational approximations of erf (|x| <= 1) and erfc (1 < |x| < 8, and beyond),
+# highest power first, as XLA's Erf/Erfc use them.
+# fmt: off
+_ERF_T = (9.60497373987051638749e0, 9.00260197203842689217e1, 2.23200534594684319226e3,
+          7.00332514112805075473e3, 5.55923013010394962768e4)
+_ERF_U = (1.0, 3.35617141647503099647e1, 5.21357949780152679795e2, 4.59432382970980127987e3,
+          2.26290000613890934246e4, 4.92673942608635921086e4)
+_ERFC_P = (2.46196981473530512524e-10, 5.64189564831068821977e-1, 7.46321056442269912687e0,
+           4.86371970985681366614e1, 1.96520832956077098242e2, 5.26445194995477358631e2,
+           9.34528527171957607540e2, 1.02755188689515710272e3, 5.57535335369399327526e2)
+_ERFC_Q = (1.0, 1.32281951154744992508e1, 8.67072140885989742329e1, 3.54937778887819891062e2,
+           9.75708501743205489753e2, 1.82390916687909736289e3, 2.24633760818710981792e3,
+           1.65666309194161350182e3, 5.57535340817727675546e2)
+_ERFC_R = (5.64189583547755073984e-1, 1.27536670759978104416e0, 5.01905042251180477414e0,
+           6.16021097993053585195e0, 7.40974269950448939160e0, 2.97886665372100240670e0)
+_ERFC_S = (1.0, 2.26052863220117276590e0, 9.39603524938001434673e0, 1.20489539808096656605e1,
+           1.70814450747565897222e1, 9.60896809063285878198e0, 3.36907645100081516050e0)
+# fmt: on
+
+
+def _polynomial(coefficients: Sequence[float], x: Any) -> Any:
+    p = coefficients[0] * x + coefficients[1]
+    for c in coefficients[2:]:
+        p = p * x + c
+    return p
+
+
+def _erfc(x: Any) -> Any:
+    """The complementary error function, elementwise (Cephes' approximations)."""
+    ax = snp.abs(x)
+    gauss = snp.exp(-(x * x))
+    tail = snp.where(
+        ax < 8,
+        gauss * _polynomial(_ERFC_P, ax) / _polynomial(_ERFC_Q, ax),
+        gauss * _polynomial(_ERFC_R, ax) / _polynomial(_ERFC_S, ax),
+    )
+    tail = snp.where(x < 0, 2 - tail, tail)
+    x2 = x * x
+    return snp.where(ax > 1, tail, 1 - x * _polynomial(_ERF_T, x2) / _polynomial(_ERF_U, x2))
+
+
+def _axes(name: str, axis: Axis, ndim: int) -> tuple[int, ...]:
+    """``axis`` as a tuple of non-negative axes of an ``ndim``-dimensional operand."""
+    if axis is None:
+        return tuple(range(ndim))
+    axes = (axis,) if not isinstance(axis, Sequence) else tuple(axis)
+    result = []
+    for a in axes:
+        a = operator.index(a)
+        if not -ndim <= a < ndim:
+            raise ShapeError(
+                f"spmd.nn.{name}: axis {a} is out of range for an operand of {ndim} "
+                f"dimensions; use an axis in [{-ndim}, {ndim})."
+            )
+        result.append(a % ndim)
+    if len(set(result)) != len(result):
+        raise ShapeError(f"spmd.nn.{name}: axis={axis} repeats an axis.")
+    return tuple(result)
+
+
+def sigmoid(x: Any) -> Any:
+    """Logistic sigmoid ``1 / (1 + exp(-x))``, without overflow. Example: ``sigmoid(x)``."""
+    e = snp.exp(-snp.abs(x))
+    return snp.where(x >= 0, 1 / (1 + e), e / (1 + e))
+
+
+def relu(x: Any) -> Any:
+    """Rectified linear unit ``max(x, 0)``. Example: ``spmd.nn.relu(x)``."""
+    return snp.maximum(x, 0)
+
+
+def gelu(x: Any, approximate: bool = True) -> Any:
+    """Gaussian error linear unit; the tanh approximation unless ``approximate=False``.
+
+    Example: ``spmd.nn.gelu(x, approximate=False)`` is ``x * Phi(x)`` computed with erfc.
+    """
+    if approximate:  # 0.5 * (1 + tanh(u)) is sigmoid(2u), which keeps its accuracy for x << 0
+        inner = math.sqrt(2 / math.pi) * (x + 0.044715 * (x**3))
+        return x * sigmoid(2 * inner)
+    return 0.5 * x * _erfc(-x * math.sqrt(0.5))
+
+
+def softmax(x: Any, axis: Axis = -1) -> Any:
+    """``exp(x) / sum(exp(x))`` along ``axis``, shifted by the max for stability.
+
+    Example: ``spmd.nn.softmax(logits, axis=-1)``.
+    """
+    axes = _axes("softmax", axis, aval_of(x).ndim)
+    unnormalized = snp.exp(x - snp.max(x, axis=axes, keepdims=True))
+    return unnormalized / snp.sum(unnormalized, axis=axes, keepdims=True)
+
+
+def log_softmax(x: Any, axis: Axis = -1) -> Any:
+    """``x - logsumexp(x)`` along ``axis``. Example: ``spmd.nn.log_softmax(logits)``."""
+    axes = _axes("log_softmax", axis, aval_of(x).ndim)
+    shifted = x - snp.max(x, axis=axes, keepdims=True)
+    return shifted - snp.log(snp.sum(snp.exp(shifted), axis=axes, keepdims=True))
+
+
+def logsumexp(a: Any, axis: Axis = None, keepdims: bool = False) -> Any:
+    """``log(sum(exp(a)))`` over ``axis`` (all axes by default), computed stably.
+
+    Example: ``spmd.nn.logsumexp(x, axis=1)``. An all ``-inf`` slice gives ``-inf``.
+    """
+    axes = _axes("logsumexp", axis, aval_of(a).ndim)
+    amax = snp.max(a, axis=axes, keepdims=True)
+    amax = snp.where(snp.isfinite(amax), amax, 0)
+    total = snp.sum(snp.exp(a - amax), axis=axes, keepdims=keepdims)
+    return snp.log(total) + (amax if keepdims else snp.squeeze(amax, axes))
+
+
+def one_hot(x: Any, num_classes: int, dtype: Any = np.float32, axis: int = -1) -> Any:
+    """Indices to one-hot vectors along a new ``axis``; out-of-range indices give all zeros.
+
+    Example: ``spmd.nn.one_hot(labels, 10)`` turns int[n] into float32[n, 10].
+    """
+    try:
+        num_classes = operator.index(num_classes)
+    except TypeError:
+        raise SpmdTypeError(
+            f"spmd.nn.one_hot: num_classes must be a concrete int (the size of the new axis), "
+            f"not {type(num_classes).__name__}; mark it static under jit."
+        ) from None
+    dtype = check_dtype(dtype)
+    ndim = aval_of(x).ndim + 1
+    (axis,) = _axes("one_hot", axis, ndim)
+    classes = np.arange(num_classes).reshape([num_classes if d == axis else 1 for d in range(ndim)])
+    return snp.astype(snp.equal(snp.expand_dims(x, axis), classes), dtype)

@@ -1,0 +1,279 @@
+"""Random primitives: Threefry-2x32 over 64-bit counters, one counter per element.
+
+Element ``i`` (its flat index in the global, row-major result) gets the counter ``i``;
+its bits are ``threefry2x32(key, (i >> 32, i & 0xFFFFFFFF))``, so they depend only on the
+key, on ``i`` and on the result's shape. That is what makes the numbers the same whatever
+the sharding: a device computes ``bits_for_counters(key, counters(shape, block))`` for its
+own block only. The layout of bits and floats follows JAX's partitionable Threefry
+(``jax_threefry_partitionable``), so the numbers equal ``jax.random``'s for the same key.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from spmd.core.aval import ShapedArray
+from spmd.core.primitive import Primitive, Rules
+from spmd.errors import ShapeError, SpmdTypeError
+
+_ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
+_PARITY = 0x1BD11BDA  # Threefry's key-schedule constant
+FLOAT_DTYPES = tuple(map(np.dtype, (np.float16, np.float32, np.float64)))
+UINT_DTYPES = tuple(map(np.dtype, (np.uint8, np.uint16, np.uint32, np.uint64)))
+
+
+def threefry2x32(xp, key_words, x0, x1):
+    """Threefry-2x32 with 20 rounds (Salmon et al., SC'11), elementwise over ``x0, x1``.
+
+    ``key_words`` is a uint32[2] key; ``x0`` and ``x1`` are uint32 arrays of one shape (the
+    two words of each counter). Returns the two uint32 output words.
+    """
+    key_words = xp.asarray(key_words, dtype=xp.uint32)
+    k0, k1 = key_words[0], key_words[1]
+    schedule = (k0, k1, k0 ^ k1 ^ xp.uint32(_PARITY))
+    shape = xp.shape(x0)
+    x0 = xp.reshape(xp.asarray(x0, dtype=xp.uint32), (-1,)) + schedule[0]
+    x1 = xp.reshape(xp.asarray(x1, dtype=xp.uint32), (-1,)) + schedule[1]
+    for i in range(5):
+        for r in _ROTATIONS[i % 2]:
+            x0 = x0 + x1
+            x1 = (x1 << r) | (x1 >> (32 - r))
+            x1 = x1 ^ x0
+        x0 = x0 + schedule[(i + 1) % 3]
+        x1 = x1 + schedule[(i + 2) % 3] + (i + 1)
+    return xp.reshape(x0, shape), xp.reshape(x1, shape)
+
+
+def counters(shape: Sequence[int], index: Sequence[slice] = (), xp=np):
+    """The uint64 counters (global row-major flat indices) of ``shape``, or of its block
+    ``index`` (a tuple of slices, as ``Sharding.devices_indices_map`` gives), without
+    materializing the rest of the array."""
+    shape = tuple(shape)
+    index = tuple(index) + (slice(None),) * (len(shape) - len(index))
+    flat = xp.zeros((), dtype=xp.uint64)
+    stride = 1
+    for axis in reversed(range(len(shape))):
+        start, stop, step = index[axis].indices(shape[axis])
+        positions = xp.arange(start, stop, step).astype(xp.uint64) * xp.uint64(stride)
+        flat = xp.expand_dims(positions, tuple(range(1, len(shape) - axis))) + flat
+        stride *= shape[axis]
+    return flat
+
+
+def bits_for_counters(key_words, counters, dtype=np.uint32, xp=np):
+    """Random bits of ``dtype`` (uint8 to uint64) for uint64 ``counters``, a pure function.
+
+    Each element depends only on the key and on its own counter, so a device can compute the
+    slice of counters it holds and get exactly the slice of the whole result.
+    """
+    counters = xp.asarray(counters, dtype=xp.uint64)
+    hi, lo = (counters >> xp.uint64(32)).astype(xp.uint32), counters.astype(xp.uint32)
+    y0, y1 = threefry2x32(xp, key_words, hi, lo)
+    dtype = np.dtype(dtype)
+    if dtype.itemsize == 8:
+        return (y0.astype(xp.uint64) << xp.uint64(32)) | y1.astype(xp.uint64)
+    return (y0 ^ y1).astype(dtype)
+
+
+def unit_floats(bits, dtype, xp=np):
+    """Floats in [0, 1) from unsigned bits of the same width: the top mantissa bits of
+    ``bits`` under the exponent of 1.0, minus 1 (as JAX's ``uniform``)."""
+    info = np.finfo(dtype)
+    shift = info.bits - info.nmant
+    one = np.array(1.0, dtype).view(bits.dtype)
+    mantissa = xp.reshape(bits, (-1,)) >> bits.dtype.type(shift)
+    floats = (mantissa | one).view(dtype) - dtype.type(1)
+    return xp.reshape(floats, xp.shape(bits))
+
+
+def scale(floats, minval, maxval, xp=np):
+    """``floats`` in [0, 1) mapped to [minval, maxval): clipped so rounding never gives
+    ``maxval`` itself, nor less than ``minval``."""
+    dtype = floats.dtype
+    lo, hi = xp.asarray(minval, dtype=dtype), xp.asarray(maxval, dtype=dtype)
+    below_hi = xp.nextafter(hi, dtype.type(-np.inf))
+    return xp.maximum(lo, xp.minimum(floats * (hi - lo) + lo, below_hi))
+
+
+_ERFINV_32 = (  # Giles, "Approximating the erfinv function" (GPU Computing Gems, 2011)
+    (2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087,
+     -0.00125372503, -0.00417768164, 0.246640727, 1.50140941),
+    (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773,
+     -0.0076224613, 0.00943887047, 1.00167406, 2.83297682),
+)  # fmt: skip
+_ERFINV_64 = (  # Giles, double precision: w < 6.25, w < 16, otherwise
+    (-3.6444120640178196996e-21, -1.685059138182016589e-19, 1.2858480715256400167e-18,
+     1.115787767802518096e-17, -1.333171662854620906e-16, 2.0972767875968561637e-17,
+     6.6376381343583238325e-15, -4.0545662729752068639e-14, -8.1519341976054721522e-14,
+     2.6335093153082322977e-12, -1.2975133253453532498e-11, -5.4154120542946279317e-11,
+     1.051212273321532285e-09, -4.1126339803469836976e-09, -2.9070369957882005086e-08,
+     4.2347877827932403518e-07, -1.3654692000834678645e-06, -1.3882523362786468719e-05,
+     0.0001867342080340571352, -0.00074070253416626697512, -0.0060336708714301490533,
+     0.24015818242558961693, 1.6536545626831027356),
+    (2.2137376921775787049e-09, 9.0756561938885390979e-08, -2.7517406297064545428e-07,
+     1.8239629214389227755e-08, 1.5027403968909827627e-06, -4.013867526981545969e-06,
+     2.9234449089955446044e-06, 1.2475304481671778723e-05, -4.7318229009055733981e-05,
+     6.8284851459573175448e-05, 2.4031110387097893999e-05, -0.0003550375203628474796,
+     0.00095328937973738049703, -0.0016882755560235047313, 0.0024914420961078508066,
+     -0.0037512085075692412107, 0.005370914553590063617, 1.0052589676941592334,
+     3.0838856104922207635),
+    (-2.7109920616438573243e-11, -2.5556418169965252055e-10, 1.5076572693500548083e-09,
+     -3.7894654401267369937e-09, 7.6157012080783393804e-09, -1.4960026627149240478e-08,
+     2.9147953450901080826e-08, -6.7711997758452339498e-08, 2.2900482228026654717e-07,
+     -9.9298272942317002539e-07, 4.5260625972231537039e-06, -1.9681778105531670567e-05,
+     7.5995277030017761139e-05, -0.00021503011930044477347, -0.00013871931833623122026,
+     1.0103004648645343977, 4.8499064014085844221),
+)  # fmt: skip
+
+
+def _horner(xp, coefficients, w):
+    p = xp.zeros_like(w) + coefficients[0]
+    for c in coefficients[1:]:
+        p = p * w + c
+    return p
+
+
+def erfinv(x, xp=np):
+    """The inverse error function on (-1, 1) by Giles' polynomials, in float32 for float16 and
+    float32 inputs (about 1 ulp there) and in float64 for float64; ±1 gives ±inf."""
+    dtype = x.dtype
+    x = x.astype(np.float64 if dtype == np.float64 else np.float32)
+    inside = xp.abs(x) < 1
+    safe = xp.where(inside, x, 0)  # ±1 (and nan) are handled at the end, without warnings
+    w = -xp.log1p(-safe * safe)
+    if x.dtype == np.float32:
+        small = w < 5
+        w = xp.where(small, w - 2.5, xp.sqrt(w) - 3).astype(np.float32)
+        p = xp.where(small, _horner(xp, _ERFINV_32[0], w), _horner(xp, _ERFINV_32[1], w))
+    else:
+        small, medium = w < 6.25, w < 16
+        p = xp.where(
+            small,
+            _horner(xp, _ERFINV_64[0], w - 3.125),
+            xp.where(
+                medium,
+                _horner(xp, _ERFINV_64[1], xp.sqrt(w) - 3.25),
+                _horner(xp, _ERFINV_64[2], xp.sqrt(w) - 5.0),
+            ),
+        )
+    result = xp.where(
+        inside, p * x, xp.where(xp.abs(x) == 1, xp.copysign(x.dtype.type(np.inf), x), np.nan)
+    )
+    return result.astype(dtype)
+
+
+# --- primitives --------------------------------------------------------------------------
+
+
+def check_key(name: str, key: ShapedArray) -> None:
+    """Raise unless ``key`` is one raw key: uint32[2]."""
+    where = f"spmd.random.{name}: the key must be one uint32[2] key from spmd.random.key(seed)"
+    if key.dtype != np.uint32:
+        raise SpmdTypeError(f"{where}, but it has dtype {key.dtype} ({key}).")
+    if key.shape != (2,):
+        hint = (
+            " It looks like a batch of keys (from split): pass one of them, e.g. keys[0]."
+            if key.ndim >= 2 and key.shape[-1] == 2
+            else ""
+        )
+        raise ShapeError(f"{where}, but it is {key}.{hint}")
+
+
+def _random_bits_shape(key: ShapedArray, *, shape: tuple[int, ...], dtype: np.dtype):
+    check_key("bits", key)
+    return ShapedArray(shape, dtype)
+
+
+def _random_bits_impl(xp, key, *, shape, dtype):
+    return bits_for_counters(key, counters(shape, xp=xp), dtype, xp=xp)
+
+
+def _check_bound(name: str, what: str, bound: ShapedArray, shape: tuple[int, ...]) -> None:
+    if bound.dtype.kind not in "biuf":
+        raise SpmdTypeError(f"spmd.random.{name}: {what} must be a real number, not {bound}.")
+    if not _broadcasts(bound.shape, shape):
+        raise ShapeError(
+            f"spmd.random.{name}: {what} {bound} does not broadcast to the requested shape "
+            f"{shape}; give {what} a shape that broadcasts to it (or a scalar)."
+        )
+
+
+def _broadcasts(small: tuple[int, ...], shape: tuple[int, ...]) -> bool:
+    try:
+        return np.broadcast_shapes(small, shape) == shape
+    except ValueError:
+        return False
+
+
+def _uniform_shape(key, minval, maxval, *, shape, dtype):
+    check_key("uniform", key)
+    _check_bound("uniform", "minval", minval, shape)
+    _check_bound("uniform", "maxval", maxval, shape)
+    return ShapedArray(shape, dtype)
+
+
+def _uniform_impl(xp, key, minval, maxval, *, shape, dtype):
+    width = np.dtype(f"uint{dtype.itemsize * 8}")
+    floats = unit_floats(bits_for_counters(key, counters(shape, xp=xp), width, xp=xp), dtype, xp)
+    return scale(floats, minval, maxval, xp)
+
+
+def _normal_shape(key, *, shape, dtype):
+    check_key("normal", key)
+    return ShapedArray(shape, dtype)
+
+
+def _normal_impl(xp, key, *, shape, dtype):
+    lo = np.nextafter(np.array(-1.0, dtype), np.array(0.0, dtype))  # keeps erfinv finite
+    u = _uniform_impl(xp, key, lo, 1.0, shape=shape, dtype=dtype)
+    return xp.asarray(erfinv(xp.asarray(u), xp) * dtype.type(math.sqrt(2)), dtype=dtype)
+
+
+def _split_shape(key, *, shape):
+    check_key("split", key)
+    return ShapedArray((*shape, 2), np.dtype(np.uint32))
+
+
+def _split_impl(xp, key, *, shape):
+    flat = counters(shape, xp=xp)
+    hi, lo = (flat >> xp.uint64(32)).astype(xp.uint32), flat.astype(xp.uint32)
+    return xp.stack(threefry2x32(xp, key, hi, lo), axis=-1)
+
+
+def _fold_in_shape(key, data):
+    check_key("fold_in", key)
+    if data.dtype.kind not in "biu" or data.shape:
+        raise SpmdTypeError(
+            f"spmd.random.fold_in: data must be one integer (a Python int or an integer "
+            f"scalar), not {data}."
+        )
+    return ShapedArray((2,), np.dtype(np.uint32))
+
+
+def _fold_in_impl(xp, key, data):
+    word = xp.asarray(data).astype(xp.uint32).reshape(1)
+    y0, y1 = threefry2x32(xp, key, xp.zeros(1, dtype=xp.uint32), word)
+    return xp.concatenate([y0, y1])
+
+
+# Sharding: the key is replicated and each output block is computed from its own counters
+# (bits_for_counters on counters(shape, block)), so any output sharding needs no
+# communication; the partitioner's issue gives this a rule.
+random_bits_p = Primitive(
+    "random_bits", Rules(shape=_random_bits_shape, impl=_random_bits_impl, sharding=None)
+)
+random_uniform_p = Primitive(
+    "random_uniform", Rules(shape=_uniform_shape, impl=_uniform_impl, sharding=None)
+)
+random_normal_p = Primitive(
+    "random_normal", Rules(shape=_normal_shape, impl=_normal_impl, sharding=None)
+)
+threefry_split_p = Primitive(
+    "threefry_split", Rules(shape=_split_shape, impl=_split_impl, sharding=None)
+)
+threefry_fold_in_p = Primitive(
+    "threefry_fold_in", Rules(shape=_fold_in_shape, impl=_fold_in_impl, sharding=None)
+)
