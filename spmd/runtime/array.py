@@ -44,14 +44,18 @@ class Array(ArrayMethods):
 
     @classmethod
     def _from_buffers(
-        cls, sharding: Sharding, buffers: dict[Device, np.ndarray], shape: tuple[int, ...]
+        cls,
+        sharding: Sharding,
+        buffers: dict[Device, np.ndarray],
+        shape: tuple[int, ...],
+        dtype: np.dtype | None = None,
     ) -> Array:
         """Wrap read-only per-device buffers (one per addressable device of ``sharding``)."""
         self = object.__new__(cls)
         self._sharding = sharding
         self._buffers = buffers
         self._shape = tuple(shape)
-        self._dtype = next(iter(buffers.values())).dtype
+        self._dtype = next(iter(buffers.values())).dtype if dtype is None else dtype
         self._npy_value = None
         return self
 

@@ -175,9 +175,10 @@ def adopt(value: np.ndarray, sharding: Sharding, where: Placement, foreign: Sequ
     ``foreign`` lists arrays the result might be (inputs, constants): those are copied, since
     their owners may still write to them. Shards are read-only views of the one result.
     """
-    if value.flags.writeable:
-        if value.flags.owndata and not any(value is f for f in foreign):
-            value.flags.writeable = False
+    flags = value.flags
+    if flags.writeable:
+        if flags.owndata and not any(value is f for f in foreign):
+            flags.writeable = False
         else:
             value = frozen(value)
     buffers = {}
@@ -185,7 +186,7 @@ def adopt(value: np.ndarray, sharding: Sharding, where: Placement, foreign: Sequ
         buffer = value if index is None else value[index]
         for device in devices:
             buffers[device] = buffer
-    return Array._from_buffers(sharding, buffers, value.shape)
+    return Array._from_buffers(sharding, buffers, value.shape, value.dtype)
 
 
 def reshard(x: Array, sharding: Sharding, argument: str = "x") -> Array:

@@ -28,8 +28,8 @@ class _Traced:
     program: Program
     out_tree: Any
     run: Callable[..., list]  # the compiled program: run(*consts, *args) -> outputs
-    out_shardings: list  # one Sharding per output leaf
-    out_placements: list
+    outputs: list  # per output leaf: (aval, sharding, placement)
+    single_output: bool  # the function returns one array, not a container
 
 
 _SCALAR_TYPES = (bool, int, float, complex)
@@ -137,25 +137,25 @@ class Jitted:
             placement(layout_for(s, a.shape, who))
             for s, a in zip(shardings, program.out_avals, strict=True)
         ]
-        return _Traced(program, out_tree, compile_program(program), shardings, placements)
+        outputs = list(zip(program.out_avals, shardings, placements, strict=True))
+        single = out_tree.num_nodes == 1 and out_tree.num_leaves == 1
+        return _Traced(program, out_tree, compile_program(program), outputs, single)
 
     def __call__(self, *args, **kwargs):
         if current_trace() is not EVAL_TRACE:  # inside another trace: inline the function
             return self.fun(*args, **kwargs)
         traced, leaves = self.trace(*args, **kwargs)
-        program = traced.program
+        consts = traced.program.consts
         inputs = [np.asarray(x) if type(x) is Array else x for x in leaves]
-        values = traced.run(*program.consts, *inputs)
-        foreign = (*inputs, *program.consts)
+        values = traced.run(*consts, *inputs)
+        foreign = (*inputs, *consts)
         outs = []
-        for value, aval, sharding, where in zip(
-            values, program.out_avals, traced.out_shardings, traced.out_placements, strict=True
-        ):
+        for value, (aval, sharding, where) in zip(values, traced.outputs, strict=True):
             value = np.asarray(value)
             if value.dtype != aval.dtype or value.shape != aval.shape:
                 raise RuntimeError(f"internal error: jit computed {value.dtype} for {aval}")
             outs.append(adopt(value, sharding, where, foreign))
-        if traced.out_tree.num_nodes == 1:  # a single array
+        if traced.single_output:
             return outs[0]
         return tree_unflatten(traced.out_tree, outs)
 
