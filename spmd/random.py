@@ -15,14 +15,13 @@ key, shape and dtype.
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from spmd.core.aval import check_dtype
-from spmd.errors import ShapeError, SpmdTypeError
+from spmd.errors import SpmdTypeError
 from spmd.prims.random import (
     FLOAT_DTYPES,
     UINT_DTYPES,
@@ -33,6 +32,7 @@ from spmd.prims.random import (
     threefry_split_p,
 )
 from spmd.runtime.put import device_put
+from spmd.sharding.layout import canonical_shape
 
 __all__ = ["PRNGKey", "bits", "fold_in", "key", "normal", "split", "uniform"]
 
@@ -40,16 +40,8 @@ _UINT64_RANGE = 2**64
 
 
 def _shape(name: str, shape: int | Sequence[int]) -> tuple[int, ...]:
-    try:
-        dims = (operator.index(shape),) if not isinstance(shape, Sequence) else shape
-        dims = tuple(operator.index(d) for d in dims)
-    except TypeError:
-        raise SpmdTypeError(
-            f"spmd.random.{name}: shape={shape!r} must be an int or a tuple of ints, e.g. (4, 8)."
-        ) from None
-    if any(d < 0 for d in dims):
-        raise ShapeError(f"spmd.random.{name}: shape={dims} has a negative dimension.")
-    return dims
+    dims = (shape,) if isinstance(shape, (int, np.integer)) else shape
+    return canonical_shape(dims, f"spmd.random.{name}(shape={shape!r})")
 
 
 def _dtype(name: str, dtype: Any, allowed: tuple[np.dtype, ...]) -> np.dtype:

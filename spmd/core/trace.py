@@ -12,6 +12,7 @@ from spmd.core.methods import ArrayMethods
 from spmd.core.primitive import Primitive
 from spmd.core.program import Equation, Literal, Program, Var
 from spmd.errors import SpmdError, SpmdTypeError
+from spmd.runtime.put import host_array
 
 _PYTHON_SCALARS = frozenset({bool, int, float, complex})  # exact types: np.float64 is strong
 
@@ -35,8 +36,6 @@ def aval_of(x: Any) -> ShapedArray:
         return x.aval
     if type(x) in _PYTHON_SCALARS:
         return python_scalar_aval(x)
-    from spmd.runtime.put import host_array
-
     value = x if hasattr(x, "shape") and hasattr(x, "dtype") else host_array(x, "argument")
     return ShapedArray(tuple(value.shape), np.dtype(value.dtype), getattr(x, "weak_type", False))
 

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from spmd.core.primitive import Primitive
+from spmd.core.trace import aval_of
 from spmd.runtime.array import Array
 from spmd.runtime.device import default_device
 from spmd.sharding.named import NamedSharding, Sharding, SingleDeviceSharding
@@ -48,8 +49,6 @@ def wrap_results(values: Sequence[Any], avals: Sequence[Any], inputs: Sequence[A
 
 
 def run_eagerly(primitive: Primitive, args: tuple, params: dict) -> Any:
-    from spmd.core.trace import aval_of
-
     avals = [aval_of(a) for a in args]
     out_avals = primitive.rules.shape(*avals, **params)
     out = primitive.rules.impl(np, *[to_host(a) for a in args], **params)
