@@ -15,8 +15,9 @@ import numpy as np
 
 import spmd.numpy as snp
 from spmd.core.aval import check_dtype
+from spmd.core.axes import normalize_axes, normalize_axis
 from spmd.core.trace import aval_of
-from spmd.errors import ShapeError, SpmdTypeError
+from spmd.errors import SpmdTypeError
 
 __all__ = ["gelu", "log_softmax", "logsumexp", "one_hot", "relu", "sigmoid", "softmax"]
 
@@ -63,23 +64,12 @@ def _erfc(x: Any) -> Any:
     return snp.where(ax > 1, tail, 1 - x * _polynomial(_ERF_T, x2) / _polynomial(_ERF_U, x2))
 
 
-def _axes(name: str, axis: Axis, ndim: int) -> tuple[int, ...]:
-    """``axis`` as a tuple of non-negative axes of an ``ndim``-dimensional operand."""
+def _axes(name: str, axis: Axis, x: Any) -> tuple[int, ...]:
+    """``axis`` (None: all of them) as a tuple of non-negative axes of ``x``."""
+    aval = aval_of(x)
     if axis is None:
-        return tuple(range(ndim))
-    axes = (axis,) if not isinstance(axis, Sequence) else tuple(axis)
-    result = []
-    for a in axes:
-        a = operator.index(a)
-        if not -ndim <= a < ndim:
-            raise ShapeError(
-                f"spmd.nn.{name}: axis {a} is out of range for an operand of {ndim} "
-                f"dimensions; use an axis in [{-ndim}, {ndim})."
-            )
-        result.append(a % ndim)
-    if len(set(result)) != len(result):
-        raise ShapeError(f"spmd.nn.{name}: axis={axis} repeats an axis.")
-    return tuple(result)
+        return tuple(range(aval.ndim))
+    return normalize_axes(axis, aval.ndim, f"spmd.nn.{name}", str(aval))
 
 
 def sigmoid(x: Any) -> Any:
@@ -109,14 +99,14 @@ def softmax(x: Any, axis: Axis = -1) -> Any:
 
     Example: ``spmd.nn.softmax(logits, axis=-1)``.
     """
-    axes = _axes("softmax", axis, aval_of(x).ndim)
+    axes = _axes("softmax", axis, x)
     unnormalized = snp.exp(x - snp.max(x, axis=axes, keepdims=True))
     return unnormalized / snp.sum(unnormalized, axis=axes, keepdims=True)
 
 
 def log_softmax(x: Any, axis: Axis = -1) -> Any:
     """``x - logsumexp(x)`` along ``axis``. Example: ``spmd.nn.log_softmax(logits)``."""
-    axes = _axes("log_softmax", axis, aval_of(x).ndim)
+    axes = _axes("log_softmax", axis, x)
     shifted = x - snp.max(x, axis=axes, keepdims=True)
     return shifted - snp.log(snp.sum(snp.exp(shifted), axis=axes, keepdims=True))
 
@@ -126,7 +116,7 @@ def logsumexp(a: Any, axis: Axis = None, keepdims: bool = False) -> Any:
 
     Example: ``spmd.nn.logsumexp(x, axis=1)``. An all ``-inf`` slice gives ``-inf``.
     """
-    axes = _axes("logsumexp", axis, aval_of(a).ndim)
+    axes = _axes("logsumexp", axis, a)
     amax = snp.max(a, axis=axes, keepdims=True)
     amax = snp.where(snp.isfinite(amax), amax, 0)
     total = snp.sum(snp.exp(a - amax), axis=axes, keepdims=keepdims)
@@ -147,6 +137,6 @@ def one_hot(x: Any, num_classes: int, dtype: Any = np.float32, axis: int = -1) -
         ) from None
     dtype = check_dtype(dtype)
     ndim = aval_of(x).ndim + 1
-    (axis,) = _axes("one_hot", axis, ndim)
+    axis = normalize_axis(axis, ndim, "spmd.nn.one_hot", f"the result (rank {ndim})")
     classes = np.arange(num_classes).reshape([num_classes if d == axis else 1 for d in range(ndim)])
     return snp.astype(snp.equal(snp.expand_dims(x, axis), classes), dtype)

@@ -123,9 +123,9 @@ def test_tutorial_layer_value():
 
 
 def test_misuse_raises_errors_that_name_the_problem():
-    with pytest.raises(spmd.ShapeError, match=r"softmax: axis 2 is out of range .*2 dimensions"):
+    with pytest.raises(spmd.ShapeError, match=r"softmax: axis=2 is out of bounds for f64\[2,3\]"):
         nn.softmax(np.ones((2, 3)), axis=2)
-    with pytest.raises(spmd.ShapeError, match=r"logsumexp: axis=.* repeats"):
+    with pytest.raises(spmd.ShapeError, match=r"logsumexp: axis=\(0, -2\) names axis 0 twice"):
         nn.logsumexp(np.ones((2, 3)), axis=(0, -2))
     with pytest.raises(spmd.SpmdTypeError, match="one_hot: num_classes must be a concrete int"):
         nn.one_hot(np.arange(3), 3.0)

@@ -143,17 +143,17 @@ def test_max_of_empty_axis_raises_naming_function_axis_shape_and_fix():
 
 def test_axis_errors_name_the_axis_and_the_rank():
     x = spmd.device_put(np.ones((2, 3)))
-    with pytest.raises(spmd.ShapeError, match=r"sum: axis 2 is out of range .* rank 2"):
+    with pytest.raises(spmd.ShapeError, match=r"sum: axis=2 .* use an axis in \[-2, 2\)"):
         snp.sum(x, axis=2)
-    with pytest.raises(spmd.ShapeError, match=r"mean: axis -3 is out of range .* rank 2"):
+    with pytest.raises(spmd.ShapeError, match=r"mean: axis=-3 is out of bounds for f64\[2,3\]"):
         spmd.jit(lambda v: v.mean(axis=(0, -3)))(x)
-    with pytest.raises(spmd.ShapeError, match=r"axis=\(1, -1\) names axis 1 more than once"):
+    with pytest.raises(spmd.ShapeError, match=r"var: axis=\(1, -1\) names axis 1 twice"):
         snp.var(x, axis=(1, -1))
-    with pytest.raises(spmd.ShapeError, match=r"cumsum: axis 1 is out of range .* rank 1"):
+    with pytest.raises(spmd.ShapeError, match=r"cumsum: axis=1 is out of bounds .* 1 dimension"):
         snp.cumsum(np.float32(1), axis=1)
     with pytest.raises(spmd.SpmdTypeError, match=r"argmax: axis=\(0,\) is a sequence"):
         snp.argmax(x, axis=(0,))
-    with pytest.raises(spmd.SpmdTypeError, match=r"axis=0\.5 is not an integer"):
+    with pytest.raises(spmd.SpmdTypeError, match=r"sum: axis must be an integer, got 0\.5"):
         snp.sum(x, axis=0.5)
     with pytest.raises(spmd.SpmdTypeError, match="initial="):
         snp.max(x, initial=np.zeros(2))

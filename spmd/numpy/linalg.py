@@ -3,11 +3,11 @@ einsum primitive so that the partitioner has a single contraction rule."""
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Hashable, Sequence
 from typing import Any
 
 from spmd.core.aval import ShapedArray
+from spmd.core.axes import normalize_axes
 from spmd.core.trace import aval_of
 from spmd.errors import ShapeError, SpmdTypeError, shape_str
 from spmd.prims.contraction import LETTERS, einsum_p
@@ -111,22 +111,6 @@ def dot(a: Any, b: Any):
     return _bind([a, b], [labels_a, labels_b], output, "dot")
 
 
-def _axes_list(axes: Any, ndim: int, argument: str) -> list[int]:
-    values = [axes] if isinstance(axes, int) else list(axes)
-    result = []
-    for value in values:
-        axis = operator.index(value)
-        if not -ndim <= axis < ndim:
-            raise ShapeError(
-                f"spmd.numpy.tensordot: axis {axis} in axes for {argument} is out of range for "
-                f"{argument} with {ndim} dimensions."
-            )
-        result.append(axis % ndim)
-    if len(set(result)) != len(result):
-        raise ShapeError(f"spmd.numpy.tensordot: axes for {argument} repeat an axis: {values}.")
-    return result
-
-
 def tensordot(a: Any, b: Any, axes: int | Sequence[Any] = 2):
     """``numpy.tensordot``: sum products over ``axes`` (an int N: last N of a, first N of b).
 
@@ -146,7 +130,9 @@ def tensordot(a: Any, b: Any, axes: int | Sequence[Any] = 2):
             raise SpmdTypeError(
                 "spmd.numpy.tensordot: axes must be an int or a pair (axes_a, axes_b)."
             )
-        axes_a, axes_b = _axes_list(axes[0], x.ndim, "a"), _axes_list(axes[1], y.ndim, "b")
+        fn = "spmd.numpy.tensordot"
+        axes_a = list(normalize_axes(axes[0], x.ndim, fn, f"a {x}", "axes[0]"))
+        axes_b = list(normalize_axes(axes[1], y.ndim, fn, f"b {y}", "axes[1]"))
         if len(axes_a) != len(axes_b):
             raise ShapeError(
                 f"spmd.numpy.tensordot: axes pair {len(axes_a)} axes of a with {len(axes_b)} "

@@ -8,6 +8,8 @@ from typing import Any
 import numpy as np
 
 from spmd.core.aval import check_dtype
+from spmd.core.axes import normalize_axes, normalize_axis
+from spmd.core.trace import aval_of
 from spmd.errors import SpmdTypeError
 from spmd.prims.elementwise import UNARY
 from spmd.prims.reduction import (
@@ -15,17 +17,30 @@ from spmd.prims.reduction import (
     argmax_p,
     argmin_p,
     cumsum_p,
-    normalize_axes,
-    normalize_axis,
 )
 
 Axis = int | tuple[int, ...] | None
 
 
-def _ndim(a: Any) -> int:
-    from spmd.core.trace import aval_of
+def _axes(fn: str, axis: Axis, a: Any) -> tuple[int, ...]:
+    """``axis`` (None, an int or a tuple of ints) as the sorted axes of ``a`` to reduce."""
+    aval = aval_of(a)
+    if axis is None:
+        return tuple(range(aval.ndim))
+    return tuple(sorted(normalize_axes(axis, aval.ndim, f"spmd.numpy.{fn}", str(aval))))
 
-    return aval_of(a).ndim
+
+def _one_axis(fn: str, axis: int | None, a: Any) -> int | None:
+    """A single ``axis`` (or None) for argmax/argmin/cumsum; NumPy treats 0-d as 1-d here."""
+    if axis is None:
+        return None
+    if isinstance(axis, (tuple, list)):
+        raise SpmdTypeError(
+            f"spmd.numpy.{fn}: axis={axis!r} is a sequence, but {fn} takes one axis; "
+            f"pass an int or None."
+        )
+    aval = aval_of(a)
+    return normalize_axis(axis, builtins.max(aval.ndim, 1), f"spmd.numpy.{fn}", str(aval))
 
 
 def _dtype(dtype: Any) -> np.dtype | None:
@@ -33,7 +48,7 @@ def _dtype(dtype: Any) -> np.dtype | None:
 
 
 def _reduce(name: str, a: Any, axis: Axis, keepdims: bool, *, caller: str = "", **params: Any):
-    axes = normalize_axes(caller or name, axis, _ndim(a))
+    axes = _axes(caller or name, axis, a)
     return REDUCTIONS[name].bind(a, axes=axes, keepdims=builtins.bool(keepdims), **params)
 
 
@@ -94,19 +109,19 @@ def std(a: Any, axis: Axis = None, ddof: int | float = 0, keepdims: bool = False
 
 def argmax(a: Any, axis: int | None = None, keepdims: bool = False):
     """``numpy.argmax`` (None: index into the flattened array). Example: ``argmax(x, 1)``."""
-    axis = normalize_axis("argmax", axis, _ndim(a))
+    axis = _one_axis("argmax", axis, a)
     return argmax_p.bind(a, axis=axis, keepdims=builtins.bool(keepdims))
 
 
 def argmin(a: Any, axis: int | None = None, keepdims: bool = False):
     """``numpy.argmin`` (None: index into the flattened array). Example: ``argmin(x, 1)``."""
-    axis = normalize_axis("argmin", axis, _ndim(a))
+    axis = _one_axis("argmin", axis, a)
     return argmin_p.bind(a, axis=axis, keepdims=builtins.bool(keepdims))
 
 
 def cumsum(a: Any, axis: int | None = None, dtype: Any = None):
     """``numpy.cumsum`` (axis None: of the flattened array). Example: ``cumsum(x, axis=0)``."""
-    axis = normalize_axis("cumsum", axis, _ndim(a))
+    axis = _one_axis("cumsum", axis, a)
     return cumsum_p.bind(a, axis=axis, dtype=_dtype(dtype))
 
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import itertools
 import math
-import operator
 from collections.abc import Sequence
 from typing import Any
 
 from spmd.core.aval import check_dtype
+from spmd.core.axes import as_int, as_ints, normalize_axes, normalize_axis
 from spmd.core.trace import aval_of
 from spmd.errors import ShapeError, SpmdError, SpmdTypeError
 from spmd.prims.shape import (
@@ -40,48 +40,8 @@ __all__ = [
 ]
 
 
-def _int(value: Any, fn: str, argument: str) -> int:
-    try:
-        return operator.index(value)
-    except TypeError:
-        raise SpmdTypeError(
-            f"spmd.numpy.{fn}: {argument} must be an integer, got {value!r} "
-            f"({type(value).__name__})."
-        ) from None
-
-
-def _ints(value: Any, fn: str, argument: str) -> tuple[int, ...]:
-    """An int or a sequence of ints, as a tuple of Python ints."""
-    try:
-        items = tuple(value)
-    except TypeError:
-        items = (value,)
-    return tuple(_int(v, fn, argument) for v in items)
-
-
-def _axis(axis: Any, ndim: int, fn: str, what: str, argument: str = "axis") -> int:
-    """``axis`` in ``[0, ndim)``; ``what`` names the array it indexes in the message."""
-    axis = _int(axis, fn, argument)
-    if not -ndim <= axis < ndim:
-        valid = f"use an axis in [{-ndim}, {ndim})" if ndim else "it has no axes"
-        raise ShapeError(
-            f"spmd.numpy.{fn}: {argument}={axis} is out of bounds for {what}, which has "
-            f"{ndim} dimension(s); {valid}."
-        )
-    return axis % ndim
-
-
-def _axes(axes: Any, ndim: int, fn: str, what: str, argument: str = "axis") -> tuple[int, ...]:
-    result = tuple(_axis(a, ndim, fn, what, argument) for a in _ints(axes, fn, argument))
-    if len(set(result)) != len(result):
-        raise ShapeError(
-            f"spmd.numpy.{fn}: {argument}={axes} names an axis twice; give each axis once."
-        )
-    return result
-
-
 def _sizes(shape: Any, fn: str, argument: str = "shape") -> tuple[int, ...]:
-    sizes = _ints(shape, fn, argument)
+    sizes = as_ints(shape, f"spmd.numpy.{fn}", argument)
     if any(d < 0 for d in sizes):
         raise ShapeError(
             f"spmd.numpy.{fn}: {argument}={sizes} has a negative size; sizes must be >= 0."
@@ -110,7 +70,7 @@ def reshape(a: Any, shape: int | Sequence[int], order: str = "C") -> Any:
             f"order='F', transpose, reshape to the reversed shape, and transpose back."
         )
     aval = aval_of(a)
-    sizes = _ints(shape, "reshape", "shape")
+    sizes = as_ints(shape, "spmd.numpy.reshape", "shape")
     unknown = [i for i, d in enumerate(sizes) if d == -1]
     if len(unknown) > 1 or any(d < -1 for d in sizes):
         raise ShapeError(
@@ -136,7 +96,7 @@ def transpose(a: Any, axes: Sequence[int] | None = None) -> Any:
     aval = aval_of(a)
     if axes is None:
         return transpose_p.bind(a, permutation=tuple(reversed(range(aval.ndim))))
-    permutation = _axes(axes, aval.ndim, "transpose", str(aval), "axes")
+    permutation = normalize_axes(axes, aval.ndim, "spmd.numpy.transpose", str(aval), "axes")
     if len(permutation) != aval.ndim:
         raise ShapeError(
             f"spmd.numpy.transpose: axes={tuple(permutation)} has {len(permutation)} entries but "
@@ -148,8 +108,8 @@ def transpose(a: Any, axes: Sequence[int] | None = None) -> Any:
 def swapaxes(a: Any, axis1: int, axis2: int) -> Any:
     """``numpy.swapaxes``: exchange two axes. Example: ``swapaxes(x, 0, -1)``."""
     aval = aval_of(a)
-    i = _axis(axis1, aval.ndim, "swapaxes", str(aval), "axis1")
-    j = _axis(axis2, aval.ndim, "swapaxes", str(aval), "axis2")
+    i = normalize_axis(axis1, aval.ndim, "spmd.numpy.swapaxes", str(aval), "axis1")
+    j = normalize_axis(axis2, aval.ndim, "spmd.numpy.swapaxes", str(aval), "axis2")
     permutation = list(range(aval.ndim))
     permutation[i], permutation[j] = j, i
     return transpose_p.bind(a, permutation=tuple(permutation))
@@ -158,8 +118,8 @@ def swapaxes(a: Any, axis1: int, axis2: int) -> Any:
 def moveaxis(a: Any, source: int | Sequence[int], destination: int | Sequence[int]) -> Any:
     """``numpy.moveaxis``: move axes to new positions. Example: ``moveaxis(x, 0, -1)``."""
     aval = aval_of(a)
-    src = _axes(source, aval.ndim, "moveaxis", str(aval), "source")
-    dst = _axes(destination, aval.ndim, "moveaxis", str(aval), "destination")
+    src = normalize_axes(source, aval.ndim, "spmd.numpy.moveaxis", str(aval), "source")
+    dst = normalize_axes(destination, aval.ndim, "spmd.numpy.moveaxis", str(aval), "destination")
     if len(src) != len(dst):
         raise ShapeError(
             f"spmd.numpy.moveaxis: source={source} and destination={destination} must have "
@@ -177,7 +137,7 @@ def squeeze(a: Any, axis: int | Sequence[int] | None = None) -> Any:
     if axis is None:
         axes = tuple(i for i, d in enumerate(aval.shape) if d == 1)
     else:
-        axes = _axes(axis, aval.ndim, "squeeze", str(aval))
+        axes = normalize_axes(axis, aval.ndim, "spmd.numpy.squeeze", str(aval))
     for i in axes:
         if aval.shape[i] != 1:
             raise ShapeError(
@@ -190,8 +150,8 @@ def squeeze(a: Any, axis: int | Sequence[int] | None = None) -> Any:
 def expand_dims(a: Any, axis: int | Sequence[int]) -> Any:
     """``numpy.expand_dims``: insert axes of size 1. Example: ``expand_dims(x, (0, -1))``."""
     aval = aval_of(a)
-    ndim = aval.ndim + len(_ints(axis, "expand_dims", "axis"))
-    axes = _axes(axis, ndim, "expand_dims", f"the result (rank {ndim})")
+    ndim = aval.ndim + len(as_ints(axis, "spmd.numpy.expand_dims", "axis"))
+    axes = normalize_axes(axis, ndim, "spmd.numpy.expand_dims", f"the result (rank {ndim})")
     sizes = iter(aval.shape)
     return reshape_p.bind(a, new_sizes=tuple(1 if i in axes else next(sizes) for i in range(ndim)))
 
@@ -211,7 +171,7 @@ def concatenate(arrays: Sequence[Any], axis: int | None = 0) -> Any:
                 f"spmd.numpy.concatenate: arrays[0] is zero-dimensional ({first}) and cannot be "
                 f"concatenated; use stack, or pass axis=None to flatten."
             )
-        axis = _axis(axis, first.ndim, "concatenate", f"arrays[0] {first}")
+        axis = normalize_axis(axis, first.ndim, "spmd.numpy.concatenate", f"arrays[0] {first}")
     return concatenate_p.bind(*operands, axis=axis)
 
 
@@ -226,7 +186,8 @@ def stack(arrays: Sequence[Any], axis: int = 0) -> Any:
                 f"is {aval} and arrays[0] is {avals[0]}."
             )
     shape = avals[0].shape
-    axis = _axis(axis, len(shape) + 1, "stack", f"the result (rank {len(shape) + 1})")
+    rank = len(shape) + 1
+    axis = normalize_axis(axis, rank, "spmd.numpy.stack", f"the result (rank {rank})")
     expanded = (*shape[:axis], 1, *shape[axis:])
     return concatenate_p.bind(
         *[reshape_p.bind(x, new_sizes=expanded) for x in operands],
@@ -237,12 +198,12 @@ def stack(arrays: Sequence[Any], axis: int = 0) -> Any:
 def split(ary: Any, indices_or_sections: int | Sequence[int], axis: int = 0) -> list[Any]:
     """``numpy.split`` into equal sections or at indices. Example: ``split(x, [2, 5], axis=1)``."""
     aval = aval_of(ary)
-    axis = _axis(axis, aval.ndim, "split", str(aval))
+    axis = normalize_axis(axis, aval.ndim, "spmd.numpy.split", str(aval))
     n = aval.shape[axis]
     try:
         points = list(indices_or_sections)
     except TypeError:  # not a sequence: a number of equal sections
-        sections = _int(indices_or_sections, "split", "indices_or_sections")
+        sections = as_int(indices_or_sections, "spmd.numpy.split", "indices_or_sections")
         if sections <= 0 or n % sections:
             raise ShapeError(
                 f"spmd.numpy.split: array split does not result in an equal division: axis "
@@ -252,7 +213,7 @@ def split(ary: Any, indices_or_sections: int | Sequence[int], axis: int = 0) -> 
         step = n // sections
         bounds = tuple((i * step, (i + 1) * step) for i in range(sections))
     else:  # indices: pieces [0:i0], [i0:i1], ..., [ik:n] with Python slice semantics
-        edges = [0, *(_int(i, "split", "indices_or_sections") for i in points), n]
+        edges = [0, *(as_int(i, "spmd.numpy.split", "indices_or_sections") for i in points), n]
         pieces = [slice(a, b).indices(n)[:2] for a, b in itertools.pairwise(edges)]
         bounds = tuple((start, max(start, stop)) for start, stop in pieces)
     return split_p.bind(ary, bounds=bounds, axis=axis)
@@ -278,8 +239,8 @@ def repeat(a: Any, repeats: int | Sequence[int], axis: int | None = None) -> Any
     if axis is None:
         a, axis = ravel(a), 0
     aval = aval_of(a)
-    axis = _axis(axis, aval.ndim, "repeat", str(aval))
-    counts = _ints(repeats, "repeat", "repeats")
+    axis = normalize_axis(axis, aval.ndim, "spmd.numpy.repeat", str(aval))
+    counts = as_ints(repeats, "spmd.numpy.repeat", "repeats")
     if any(c < 0 for c in counts):
         raise ShapeError(f"spmd.numpy.repeat: repeats={repeats} may not contain negative counts.")
     is_int = not isinstance(repeats, Sequence) and getattr(repeats, "ndim", 0) == 0

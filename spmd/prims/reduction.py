@@ -9,7 +9,6 @@ therefore NumPy 2's exactly, whatever the rules of a particular function are.
 from __future__ import annotations
 
 import functools
-import operator
 import warnings
 
 import numpy as np
@@ -19,56 +18,6 @@ from spmd.core.primitive import Primitive, Rules
 from spmd.errors import ShapeError, SpmdTypeError
 
 _LETTERS = "abcdefghijklmnopqrstuvwxyz"
-
-
-# --- axis arguments ------------------------------------------------------------------------
-
-
-def _axis_index(name: str, axis: object, ndim: int) -> int:
-    """One axis as a non-negative int, or an error naming it and the rank."""
-    if isinstance(axis, bool):
-        raise SpmdTypeError(f"spmd.numpy.{name}: axis={axis!r} is a bool; pass an int axis.")
-    try:
-        index = operator.index(axis)
-    except TypeError:
-        raise SpmdTypeError(
-            f"spmd.numpy.{name}: axis={axis!r} is not an integer; pass an int, a tuple of "
-            f"ints or None."
-        ) from None
-    if not -ndim <= index < ndim:
-        valid = f"-{ndim} to {ndim - 1}" if ndim else "none (use axis=None)"
-        raise ShapeError(
-            f"spmd.numpy.{name}: axis {index} is out of range for an array of rank {ndim}; "
-            f"valid axes are {valid}."
-        )
-    return index % ndim
-
-
-def normalize_axes(name: str, axis: object, ndim: int) -> tuple[int, ...]:
-    """``axis`` (None, an int or a tuple of ints, negatives allowed) as sorted axes."""
-    if axis is None:
-        return tuple(range(ndim))
-    items = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
-    axes = [_axis_index(name, a, ndim) for a in items]
-    for a in set(axes):
-        if axes.count(a) > 1:
-            raise ShapeError(
-                f"spmd.numpy.{name}: axis={axis!r} names axis {a} more than once (rank "
-                f"{ndim}); list each axis once."
-            )
-    return tuple(sorted(axes))
-
-
-def normalize_axis(name: str, axis: object, ndim: int) -> int | None:
-    """A single ``axis`` (or None) for argmax/argmin/cumsum; NumPy treats a 0-d array as 1-d."""
-    if axis is None:
-        return None
-    if isinstance(axis, (tuple, list)):
-        raise SpmdTypeError(
-            f"spmd.numpy.{name}: axis={axis!r} is a sequence, but {name} takes one axis; "
-            f"pass an int or None."
-        )
-    return _axis_index(name, axis, max(ndim, 1))
 
 
 # --- the NumPy oracle for dtypes and empty reductions ----------------------------------------
