@@ -1,6 +1,4 @@
-"""Reductions against NumPy: every function × shape × dtype × axis/keepdims, eager and jit."""
-
-import warnings
+"""Reductions beyond the case table (tests/cases.py): dtypes, identities, messages, methods."""
 
 import numpy as np
 import pytest
@@ -8,98 +6,7 @@ import pytest
 import spmd
 import spmd.numpy as snp
 from spmd import NamedSharding, P
-from tests.cases import DTYPES, make_input
-
-SHAPES = ((), (3,), (0,), (2, 3), (2, 0, 3), (3, 4, 2))
-REDUCE = ("sum", "mean", "prod", "max", "min", "all", "any", "std", "var", "amax", "amin")
-AXES = (None, 0, -1, 1, (0, -1), (), 3)
-ONE_AXIS = (None, 0, -1, 1, 2)
-SINGLE_AXIS = ("argmax", "argmin", "cumsum")  # NumPy lets these take axis 0 of a 0-d array
-
-
-def numpy_or_error(fn, *args, **kwargs):
-    """NumPy's result, or the exception it raises (the oracle for spmd's errors)."""
-    try:
-        with warnings.catch_warnings(), np.errstate(all="ignore"):
-            warnings.simplefilter("ignore")
-            return np.asarray(fn(*args, **kwargs))
-    except (ValueError, TypeError) as error:
-        return error
-
-
-def check_against_numpy(name, x, **kwargs):
-    """spmd's ``name`` equals NumPy's eagerly and under jit, or both raise."""
-    expected = numpy_or_error(getattr(np, name), x, **kwargs)
-    if x.ndim == 0 and isinstance(kwargs.get("axis"), int) and name not in SINGLE_AXIS:
-        # NumPy's legacy quirk: np.sum(0-d, axis=0) works (np.mean does not); spmd, like
-        # np.mean and JAX, says a 0-d array has no axis 0.
-        expected = np.exceptions.AxisError(kwargs["axis"], 0)
-    fn = getattr(snp, name)
-    calls = (lambda: fn(spmd.device_put(x), **kwargs), lambda: spmd.jit(fn_k)(x))
-
-    def fn_k(v):
-        return fn(v, **kwargs)
-
-    for call in calls:
-        if isinstance(expected, Exception):
-            error = spmd.SpmdTypeError if isinstance(expected, TypeError) else spmd.ShapeError
-            with pytest.raises(error, match={"amax": "max", "amin": "min"}.get(name, name)):
-                call()
-            continue
-        with warnings.catch_warnings(), np.errstate(all="ignore"):
-            warnings.simplefilter("ignore")
-            result = call()
-        assert isinstance(result, spmd.Array)
-        assert (result.dtype, result.shape) == (expected.dtype, expected.shape), (name, kwargs)
-        np.testing.assert_array_equal(np.asarray(result), expected)
-    return expected
-
-
-@pytest.mark.parametrize("name", REDUCE)
-@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
-def test_reductions_match_numpy_over_axes_and_keepdims(name, dtype):
-    outcomes = set()
-    for shape in SHAPES:
-        x = make_input(shape, dtype, seed=len(shape))
-        for axis in AXES:
-            for keepdims in (False, True):
-                expected = check_against_numpy(name, x, axis=axis, keepdims=keepdims)
-                outcomes.add(type(expected).__name__)
-    assert "ndarray" in outcomes and "AxisError" in outcomes  # both paths were exercised
-    if name in ("max", "min", "amax", "amin"):
-        assert "ValueError" in outcomes  # empty reductions raised
-
-
-@pytest.mark.parametrize("name", ("argmax", "argmin", "cumsum"))
-@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
-def test_single_axis_functions_match_numpy(name, dtype):
-    for shape in SHAPES:
-        x = make_input(shape, dtype, seed=len(shape) + 7)
-        for axis in ONE_AXIS:
-            for keepdims in (False, True) if name != "cumsum" else (None,):
-                kwargs = (
-                    {"axis": axis} if keepdims is None else {"axis": axis, "keepdims": keepdims}
-                )
-                check_against_numpy(name, x, **kwargs)
-
-
-@pytest.mark.parametrize("name", ("sum", "prod", "mean", "cumsum"))
-@pytest.mark.parametrize("dtype", (np.bool_, np.int32, np.float32, np.float64, np.complex64))
-def test_dtype_argument_matches_numpy(name, dtype):
-    x = make_input((3, 4, 2), np.int32, seed=3)
-    axes = (None, 1) if name == "cumsum" else (None, 1, (0, 2))
-    for axis in axes:
-        expected = check_against_numpy(name, x, axis=axis, dtype=dtype)
-        assert expected.dtype == np.dtype(dtype) or name == "mean"
-
-
-@pytest.mark.parametrize("name", ("std", "var"))
-@pytest.mark.parametrize("ddof", (0, 1, 2, 5))
-def test_ddof_matches_numpy_including_too_few_elements(name, ddof):
-    for dtype in (np.int32, np.float32, np.float64, np.complex64):
-        x = (make_input((3, 4, 2), np.float64, seed=ddof) * 1.5).astype(dtype)
-        for axis in (None, 0, (1, 2), -1):
-            check_against_numpy(name, x, axis=axis, ddof=ddof)
+from tests.cases import make_input
 
 
 def test_result_dtypes_follow_numpy_2():

@@ -13,14 +13,16 @@ class Rules:
 
     ``shape(*avals, **params)`` returns the output aval (or a tuple of them) and raises
     ShapeError on bad input; ``impl(xp, *arrays, **params)`` computes on local arrays with
-    the array namespace ``xp`` (NumPy today); ``sharding`` says how shardings flow through it
-    (a factor string such as ``"i j, j k -> i k"`` or a function), filled in by the
-    partitioner's issue; ``jvp`` and ``transpose`` come with differentiation.
+    the array namespace ``xp`` (NumPy today); ``sharding(in_avals, out_avals, **params)``
+    returns the primitive's ``Factors`` (spmd/sharding/rules.py; None: operands are gathered
+    whole); ``local_params(params, in_shapes, out_shapes)`` rewrites shape-valued parameters
+    for one device's blocks; ``jvp`` and ``transpose`` come with differentiation.
     """
 
     shape: Callable[..., Any]
     impl: Callable[..., Any]
-    sharding: Any = None
+    sharding: Callable[..., Any] | None = None
+    local_params: Callable[..., dict] | None = None
     jvp: Callable[..., Any] | None = None
     transpose: Callable[..., Any] | None = None
 

@@ -17,6 +17,7 @@ import numpy as np
 from spmd.core.aval import ShapedArray
 from spmd.core.primitive import Primitive, Rules
 from spmd.errors import ShapeError, SpmdTypeError, aval_str
+from spmd.sharding.rules import Factors, parse_factors
 
 LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
@@ -114,7 +115,13 @@ def einsum_factors(*, subscripts: str) -> tuple[str, tuple[str, ...]]:
     return spec, summed
 
 
+def einsum_sharding(ins, outs, *, subscripts: str) -> Factors:
+    """Factors are the labels; contracted ones leave a pending sum where they are split."""
+    spec, _ = einsum_factors(subscripts=subscripts)
+    return parse_factors(spec, [a.shape for a in ins], reduce="sum", linear="one")
+
+
 # Output dimensions follow ``output``; labels absent from it are contracted (summed).
 einsum_p = Primitive(
-    "einsum", Rules(shape=_einsum_shape, impl=_einsum_impl, sharding=einsum_factors)
+    "einsum", Rules(shape=_einsum_shape, impl=_einsum_impl, sharding=einsum_sharding)
 )

@@ -7,6 +7,7 @@ import numpy as np
 from spmd.core.aval import ShapedArray, result_dtype
 from spmd.core.primitive import Primitive, Rules
 from spmd.errors import ShapeError, SpmdTypeError
+from spmd.sharding.rules import Factors, broadcast_factors
 
 _WEAK_TYPES = {"i": int, "u": int, "f": float, "c": complex}
 
@@ -35,6 +36,22 @@ def _ufunc_dtype(name: str, ufunc: np.ufunc, avals: tuple[ShapedArray, ...]) -> 
         raise SpmdTypeError(f"spmd.numpy.{name} does not support {dtypes}: {error}") from None
 
 
+# Which operands a pending sum may pass through (see spmd/sharding/rules.py): a sum of
+# partial values is the partial of the sum, and a product scales each partial.
+LINEAR = {"add": "all", "subtract": "all", "multiply": "one", "true_divide": "first",
+          "negative": "one", "positive": "one"}  # fmt: skip
+
+
+def broadcasting(linear: str | None = None):
+    """The sharding rule of an elementwise primitive: operands line up from the right."""
+
+    def sharding(ins, outs, **params) -> Factors:
+        exact = outs[0].dtype.kind in "iufc"  # booleans add as `or`, which is not linear
+        return broadcast_factors([a.shape for a in ins], outs[0].shape, linear if exact else None)
+
+    return sharding
+
+
 def elementwise(name: str, ufunc: np.ufunc) -> Primitive:
     """A primitive that applies ``ufunc`` with broadcasting; its dtype is NumPy's."""
 
@@ -44,7 +61,7 @@ def elementwise(name: str, ufunc: np.ufunc) -> Primitive:
     def impl(xp, *args):
         return getattr(xp, ufunc.__name__)(*args)
 
-    return Primitive(name, Rules(shape=shape, impl=impl, sharding="elementwise"))
+    return Primitive(name, Rules(shape=shape, impl=impl, sharding=broadcasting(LINEAR.get(name))))
 
 
 def _where_shape(cond: ShapedArray, x: ShapedArray, y: ShapedArray) -> ShapedArray:
@@ -113,13 +130,13 @@ BINARY = {
 
 where_p = Primitive(
     "where",
-    Rules(shape=_where_shape, impl=lambda xp, c, x, y: xp.where(c, x, y), sharding="elementwise"),
+    Rules(shape=_where_shape, impl=lambda xp, c, x, y: xp.where(c, x, y), sharding=broadcasting()),
 )
 round_p = Primitive(
     "round",
     Rules(
         shape=_round_shape,
         impl=lambda xp, x, *, decimals: xp.round(x, decimals),
-        sharding="elementwise",
+        sharding=broadcasting(),
     ),
 )

@@ -17,6 +17,7 @@ import numpy as np
 from spmd.core.aval import ShapedArray
 from spmd.core.primitive import Primitive, Rules
 from spmd.errors import ShapeError, SpmdError, SpmdTypeError, shape_str
+from spmd.sharding.rules import Factors
 
 
 class SpmdIndexError(SpmdError, IndexError):
@@ -139,5 +140,40 @@ def _getitem_impl(xp, x, *indices, index: tuple):
     return x[tuple(key)]
 
 
-# Sharding: left to the partitioner's issue (untouched axes pass through, indexed ones gather).
-getitem_p = Primitive("getitem", Rules(shape=_getitem_shape, impl=_getitem_impl, sharding=None))
+def _getitem_sharding(ins, outs, *, index: tuple) -> Factors:
+    """Dimensions taken whole (``:``) pass through; indexed ones are blocked, and so is every
+    dimension when index arrays move dimensions around."""
+    x, *index_avals = ins
+    sizes = {f"d{i}": n for i, n in enumerate(x.shape)}
+    sizes |= {f"out{i}": n for i, n in enumerate(outs[0].shape)}
+    if any(isinstance(e, IndexArray) for e in index):
+        operands = [tuple((f"d{i}",) for i in range(x.ndim))]
+        operands += [
+            tuple((f"#{k}_{i}",) for i in range(a.ndim)) for k, a in enumerate(index_avals)
+        ]
+        sizes |= {f"#{k}_{i}": n for k, a in enumerate(index_avals) for i, n in enumerate(a.shape)}
+        results = (tuple((f"out{i}",) for i in range(outs[0].ndim)),)
+        return Factors(tuple(operands), results, sizes, blocked=frozenset(sizes))
+    out, axis = [], 0
+    for entry in index:
+        if entry is None:
+            out.append(())
+        elif isinstance(entry, Slice):
+            whole = (entry.start, entry.stop, entry.step) == (0, x.shape[axis], 1)
+            out.append((f"d{axis}",) if whole else (f"out{len(out)}",))
+        if entry is not None and entry is not Ellipsis:
+            axis += 1
+    blocked = {f for f in sizes if f not in {d[0] for d in out if d}} | {
+        f for f in sizes if f.startswith("out")
+    }
+    return Factors(
+        (tuple((f"d{i}",) for i in range(x.ndim)),),
+        (tuple(out),),
+        sizes,
+        blocked=frozenset(blocked),
+    )
+
+
+getitem_p = Primitive(
+    "getitem", Rules(shape=_getitem_shape, impl=_getitem_impl, sharding=_getitem_sharding)
+)

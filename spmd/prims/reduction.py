@@ -16,9 +16,7 @@ import numpy as np
 from spmd.core.aval import ShapedArray
 from spmd.core.primitive import Primitive, Rules
 from spmd.errors import ShapeError, SpmdTypeError
-
-_LETTERS = "abcdefghijklmnopqrstuvwxyz"
-
+from spmd.sharding.rules import Factors
 
 # --- the NumPy oracle for dtypes and empty reductions ----------------------------------------
 
@@ -69,16 +67,69 @@ def _empty_axes_text(shape: tuple[int, ...], axes: tuple[int, ...]) -> str:
     return f"axes {axes}" + (f" (axis {empty[0]} has size 0)" if empty else "")
 
 
-# --- sharding factor strings -----------------------------------------------------------------
+# --- sharding ---------------------------------------------------------------------------------
+
+# How partial results over a split axis combine; None: they cannot (a mean needs the counts).
+COMBINE = {"sum": "sum", "prod": "prod", "max": "max", "min": "min", "all": "and", "any": "or",
+           "mean": None, "var": None}  # fmt: skip
 
 
-def reduction_factors(x: ShapedArray, *, axes: tuple[int, ...], keepdims: bool, **_) -> str:
-    """E.g. ``"a b c -> a c"`` for axes (1,) of a rank-3 operand (``"a 1 c"`` with keepdims):
-    the factors missing on the right are reduced; how partial results combine (sum, max, ...)
-    is the primitive's kind, in its name."""
-    letters = _LETTERS[: x.ndim]
-    kept = [("1" if keepdims else "") if i in axes else f for i, f in enumerate(letters)]
-    return f"{' '.join(letters)} -> {' '.join(k for k in kept if k)}".rstrip()
+def reduction_sharding(name: str):
+    """``"a b c -> a c"`` for axes (1,): factors missing on the right are reduced, leaving a
+    pending ``COMBINE[name]`` where they are split; a pending sum passes through a sum."""
+
+    def sharding(ins, outs, *, axes: tuple[int, ...], keepdims: bool, **_) -> Factors:
+        (x,) = ins
+        names = [f"d{i}" for i in range(x.ndim)]
+        kept = [() if i in axes else (f,) for i, f in enumerate(names) if keepdims or i not in axes]
+        return Factors(
+            ((tuple((f,) for f in names)),),
+            (tuple(kept),),
+            dict(zip(names, x.shape, strict=True)),
+            {names[i]: COMBINE[name] for i in axes},
+            linear="one" if name == "sum" else None,
+        )
+
+    return sharding
+
+
+def _identity(name: str, dtype: np.dtype):
+    """The value max (or min) starts from: it never wins against a real element."""
+    if dtype.kind == "f":
+        return -np.inf if name == "max" else np.inf
+    if dtype.kind in "iu":
+        return np.iinfo(dtype).min if name == "max" else np.iinfo(dtype).max
+    return name != "max"  # booleans
+
+
+def _identity_when_empty(name: str):
+    """A device whose block of a max/min's axes is empty starts from the identity instead."""
+
+    def local_params(params: dict, in_shapes, out_shapes, in_dtypes) -> dict:
+        (shape,) = in_shapes
+        if params.get("initial") is None and any(shape[a] == 0 for a in params["axes"]):
+            return {**params, "initial": _identity(name, in_dtypes[0])}
+        return params
+
+    return local_params
+
+
+def one_axis_sharding(ins, outs, *, axis: int | None, **params) -> Factors:
+    """argmax, argmin and cumsum along ``axis`` (None: the flattened array): the axis is
+    blocked (its shards would need combining), every other dimension passes through."""
+    (x,) = ins
+    names = [f"d{i}" for i in range(x.ndim)]
+    sizes = dict(zip(names, x.shape, strict=True))
+    if axis is None:
+        sizes["out"] = outs[0].size
+        out = tuple(("out",) if d != 1 else () for d in outs[0].shape)
+        return Factors((tuple((f,) for f in names),), (out,), sizes, blocked=frozenset(sizes))
+    out = [(f,) for i, f in enumerate(names) if i != axis]
+    if outs[0].ndim == x.ndim:
+        out.insert(axis, (names[axis],) if outs[0].shape[axis] == x.shape[axis] else ())
+    return Factors(
+        (tuple((f,) for f in names),), (tuple(out),), sizes, blocked=frozenset({names[axis]})
+    )
 
 
 # --- the reduce family -----------------------------------------------------------------------
@@ -104,7 +155,9 @@ def reduction(name: str, numpy_name: str | None = None) -> Primitive:
         fn = getattr(xp, numpy_name)
         return fn(x, axis=axes, keepdims=keepdims, **_numpy_kwargs(params))
 
-    return Primitive(f"reduce_{name}", Rules(shape=shape, impl=impl, sharding=reduction_factors))
+    local = _identity_when_empty(name) if name in ("max", "min") else None
+    rules = Rules(shape, impl, sharding=reduction_sharding(name), local_params=local)
+    return Primitive(f"reduce_{name}", rules)
 
 
 REDUCTIONS = {
@@ -143,9 +196,7 @@ def arg_reduction(name: str) -> Primitive:
     def impl(xp, x, *, axis, keepdims):
         return getattr(xp, name)(x, axis=axis, keepdims=keepdims)
 
-    # Across shards of a sharded axis, an arg-reduction needs (value, index) pairs combined;
-    # the partitioner will say how, so no factor string yet.
-    return Primitive(name, Rules(shape=shape, impl=impl, sharding=None))
+    return Primitive(name, Rules(shape=shape, impl=impl, sharding=one_axis_sharding))
 
 
 argmax_p = arg_reduction("argmax")
@@ -165,5 +216,6 @@ def _cumsum_impl(xp, x, *, axis, dtype):
     return xp.cumsum(x, axis=axis, dtype=dtype)
 
 
-# A scan along ``axis``: sharding that axis needs an exclusive scan of the shard totals.
-cumsum_p = Primitive("cumsum", Rules(shape=_cumsum_shape, impl=_cumsum_impl, sharding=None))
+cumsum_p = Primitive(
+    "cumsum", Rules(shape=_cumsum_shape, impl=_cumsum_impl, sharding=one_axis_sharding)
+)

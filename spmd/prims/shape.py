@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -9,6 +10,7 @@ import numpy as np
 from spmd.core.aval import ShapedArray, result_dtype
 from spmd.core.primitive import Primitive, Rules
 from spmd.errors import ShapeError
+from spmd.sharding.rules import Factors, broadcast_factors, reshape_factors
 
 
 def reshape_error(x: ShapedArray, new_sizes: tuple[int, ...]) -> ShapeError:
@@ -146,14 +148,60 @@ def _convert_shape(x: ShapedArray, *, new_dtype: np.dtype) -> ShapedArray:
     return ShapedArray(x.shape, np.dtype(new_dtype))
 
 
-# Shardings of the shape-changing primitives depend on their parameters, so each will be a
-# function of them (the partitioner's issue); None until then.
+# --- sharding --------------------------------------------------------------------------------
+
+
+def _reshape_sharding(ins, outs, *, new_sizes) -> Factors:
+    return reshape_factors(ins[0].shape, outs[0].shape)
+
+
+def _block_shape(params: dict, in_shapes, out_shapes, in_dtypes, *, name: str) -> dict:
+    """A shape-valued parameter becomes the device's block shape of the result."""
+    return {**params, name: out_shapes[0]}
+
+
+def _transpose_sharding(ins, outs, *, permutation) -> Factors:
+    names = [f"d{i}" for i in range(ins[0].ndim)]
+    return Factors(
+        (tuple((f,) for f in names),),
+        (tuple((names[p],) for p in permutation),),
+        dict(zip(names, ins[0].shape, strict=True)),
+        linear="one",
+    )
+
+
+def _broadcast_to_sharding(ins, outs, *, shape) -> Factors:
+    return broadcast_factors([ins[0].shape], outs[0].shape, linear="one")
+
+
+def along_axis(ins, outs, axis: int | None) -> Factors:
+    """Every dimension but ``axis`` is shared by all operands and results; ``axis`` (every
+    dimension when None: the arrays are flattened) is blocked."""
+    sizes: dict[str, int] = {}
+    blocked = set()
+
+    def dims(aval, tag: str) -> tuple:
+        out = []
+        for d, size in enumerate(aval.shape):
+            name = f"d{d}" if axis is not None and d != axis else f"{tag}_{d}"
+            if name.startswith(tag):
+                blocked.add(name)
+            sizes[name] = size
+            out.append((name,))
+        return tuple(out)
+
+    operands = tuple(dims(a, f"in{k}") for k, a in enumerate(ins))
+    results = tuple(dims(a, f"out{k}") for k, a in enumerate(outs))
+    return Factors(operands, results, sizes, blocked=frozenset(blocked))
+
+
 reshape_p = Primitive(
     "reshape",
     Rules(
         shape=_reshape_shape,
         impl=lambda xp, x, *, new_sizes: xp.reshape(x, new_sizes),
-        sharding=None,  # a function: factors that survive the reshape keep their axes
+        sharding=_reshape_sharding,
+        local_params=functools.partial(_block_shape, name="new_sizes"),
     ),
 )
 transpose_p = Primitive(
@@ -161,7 +209,7 @@ transpose_p = Primitive(
     Rules(
         shape=_transpose_shape,
         impl=lambda xp, x, *, permutation: xp.transpose(x, permutation),
-        sharding=None,  # a function: output dimension i takes input dimension permutation[i]
+        sharding=_transpose_sharding,
     ),
 )
 broadcast_to_p = Primitive(
@@ -169,7 +217,8 @@ broadcast_to_p = Primitive(
     Rules(
         shape=_broadcast_to_shape,
         impl=lambda xp, x, *, shape: xp.broadcast_to(x, shape),
-        sharding=None,  # a function: broadcast (size-1 or new) dimensions start replicated
+        sharding=_broadcast_to_sharding,
+        local_params=functools.partial(_block_shape, name="shape"),
     ),
 )
 concatenate_p = Primitive(
@@ -177,7 +226,7 @@ concatenate_p = Primitive(
     Rules(
         shape=_concatenate_shape,
         impl=_concatenate_impl,
-        sharding=None,  # a function: every dimension but `axis` is shared by all operands
+        sharding=lambda ins, outs, *, axis: along_axis(ins, outs, axis),
     ),
 )
 split_p = Primitive(
@@ -185,7 +234,7 @@ split_p = Primitive(
     Rules(
         shape=_split_shape,
         impl=_split_impl,
-        sharding=None,  # a function: every dimension but `axis` passes through
+        sharding=lambda ins, outs, *, axis, bounds: along_axis(ins, outs, axis),
     ),
     multiple_results=True,
 )
@@ -194,14 +243,21 @@ repeat_p = Primitive(
     Rules(
         shape=_repeat_shape,
         impl=lambda xp, x, *, repeats, axis: xp.repeat(x, repeats, axis=axis),
-        sharding=None,  # a function: every dimension but `axis` passes through
+        sharding=lambda ins, outs, *, axis, repeats: along_axis(ins, outs, axis),
     ),
 )
+
+
+def _convert_sharding(ins, outs, *, new_dtype) -> Factors:
+    linear = "one" if ins[0].dtype.kind in "fc" and outs[0].dtype.kind in "fc" else None
+    return broadcast_factors([ins[0].shape], outs[0].shape, linear)
+
+
 convert_element_type_p = Primitive(
     "convert_element_type",
     Rules(
         shape=_convert_shape,
         impl=lambda xp, x, *, new_dtype: xp.asarray(x).astype(new_dtype),
-        sharding="elementwise",
+        sharding=_convert_sharding,
     ),
 )

@@ -12,10 +12,16 @@ import numpy as np
 from spmd.core.interpret import compile_program
 from spmd.core.program import Program
 from spmd.core.trace import EVAL_TRACE, ProgramTrace, aval_of, current_trace, tracing
-from spmd.errors import SpmdTypeError
+from spmd.errors import ShardingError, SpmdTypeError
+from spmd.prims.constraint import sharding_constraint_p
 from spmd.runtime.array import Array
 from spmd.runtime.eager import result_sharding
-from spmd.runtime.put import _is_target, adopt, as_sharding, layout_for, placement
+from spmd.runtime.executor import execute
+from spmd.runtime.put import _is_target, adopt, as_sharding, device_put, layout_for, placement
+from spmd.sharding.named import NamedSharding
+from spmd.sharding.rules import ValueSharding
+from spmd.sharding.spec import PartitionSpec
+from spmd.transforms.partition import Partitioned, partition
 from spmd.tree_util import tree_broadcast_prefix, tree_flatten, tree_leaves, tree_unflatten
 
 
@@ -30,6 +36,8 @@ class _Traced:
     run: Callable[..., list]  # the compiled program: run(*consts, *args) -> outputs
     outputs: list  # per output leaf: (aval, sharding, placement)
     single_output: bool  # the function returns one array, not a container
+    partitioned: Partitioned | None = None  # per-device steps, when the program uses a mesh
+    memory_kinds: tuple = ()  # per output, when partitioned
 
 
 _SCALAR_TYPES = (bool, int, float, complex)
@@ -129,9 +137,13 @@ class Jitted:
         out_leaves, out_tree = tree_flatten(out)
         program = trace.finish([t.node for t in tracers], out_leaves)
         who = f"jit({self.__name__}) out_shardings"
+        targets = [None if t is None else as_sharding(t, who) for t in self._out_targets(out_tree)]
+        mesh = program_mesh(self.__name__, leaves, program, targets)
+        if mesh is not None:
+            return self._partition(program, out_tree, mesh, leaves, targets)
         shardings = [
-            as_sharding(target, who) if target is not None else result_sharding(leaves, a.shape)
-            for target, a in zip(self._out_targets(out_tree), program.out_avals, strict=True)
+            target if target is not None else result_sharding(leaves, a.shape)
+            for target, a in zip(targets, program.out_avals, strict=True)
         ]
         placements = [
             placement(layout_for(s, a.shape, who))
@@ -141,10 +153,46 @@ class Jitted:
         single = out_tree.num_nodes == 1 and out_tree.num_leaves == 1
         return _Traced(program, out_tree, compile_program(program), outputs, single)
 
+    def _partition(self, program, out_tree, mesh, leaves, targets) -> _Traced:
+        """Partition ``program`` over ``mesh``: outputs wanted on another mesh or one device
+        are computed as propagated and moved after."""
+        in_shardings = [on_mesh(leaf, mesh) for leaf in leaves]
+        wanted = [
+            ValueSharding(t.spec.dims(a.ndim)) if _same_mesh(t, mesh) else None
+            for t, a in zip(targets, program.out_avals, strict=True)
+        ]
+        part = partition(program, mesh, in_shardings, wanted, sharding_constraint_p)
+        outputs = []
+        for (_, sharding), target, aval in zip(
+            part.outputs, targets, program.out_avals, strict=True
+        ):
+            if target is None and sharding is None:
+                target = NamedSharding(mesh, PartitionSpec())
+            moved = target is not None and not _same_mesh(target, mesh)
+            outputs.append((aval, target if moved or sharding is None else None, None))
+        kinds = tuple(t.memory_kind if _same_mesh(t, mesh) else None for t in targets)
+        single = out_tree.num_nodes == 1 and out_tree.num_leaves == 1
+        return _Traced(program, out_tree, None, outputs, single, part, kinds)
+
+    def _call_partitioned(self, traced: _Traced, leaves) -> Any:
+        consts = traced.program.consts
+        values = execute(traced.partitioned, leaves, consts, traced.memory_kinds)
+        outs = [
+            value if target is None else device_put(value, target)
+            for value, (_, target, _) in zip(values, traced.outputs, strict=True)
+        ]
+        if traced.single_output:
+            return outs[0]
+        return tree_unflatten(traced.out_tree, outs)
+
     def __call__(self, *args, **kwargs):
         if current_trace() is not EVAL_TRACE:  # inside another trace: inline the function
             return self.fun(*args, **kwargs)
+        if self.in_shardings is not None:
+            args, kwargs = self._place_inputs(args, kwargs)
         traced, leaves = self.trace(*args, **kwargs)
+        if traced.partitioned is not None:
+            return self._call_partitioned(traced, leaves)
         consts = traced.program.consts
         inputs = [np.asarray(x) if type(x) is Array else x for x in leaves]
         values = traced.run(*consts, *inputs)
@@ -171,17 +219,80 @@ class Jitted:
             is_leaf=lambda x: x is None or _is_target(x),
         )
 
+    def _place_inputs(self, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+        """Arguments moved to ``in_shardings`` (a prefix of the positional arguments)."""
+        targets = self.in_shardings
+        if _is_target(targets):
+            targets = (targets,) * len(args)
+        placed = device_put(tuple(args), tuple(targets))
+        return placed, kwargs
+
     def lower(self, *args, **kwargs) -> Lowered:
+        if self.in_shardings is not None:
+            args, kwargs = self._place_inputs(args, kwargs)
         traced, _ = self.trace(*args, **kwargs)
-        return Lowered(traced.program)
+        return Lowered(traced.program, traced.partitioned)
 
 
 @dataclass(frozen=True)
 class Lowered:
+    """A function lowered for given arguments: its global program and per-device steps."""
+
     program: Program
+    partitioned: Partitioned | None = None
 
     def as_text(self) -> str:
-        return str(self.program)
+        """The per-device program with its collectives (the global program when it runs on
+        one device)."""
+        if self.partitioned is None:
+            return str(self.program)
+        return self.partitioned.as_text()
+
+    def explain(self) -> str:
+        """Each value's sharding and why; each collective with its axes, bytes and reason."""
+        if self.partitioned is None:
+            return (
+                "No argument, constraint or out_shardings names a mesh: the program runs "
+                "once, on one device, with no collectives.\n" + str(self.program)
+            )
+        return self.partitioned.explain()
+
+
+def _same_mesh(sharding, mesh) -> bool:
+    return isinstance(sharding, NamedSharding) and sharding.mesh == mesh
+
+
+def on_mesh(leaf: Any, mesh) -> ValueSharding | None:
+    """How an argument lies on ``mesh`` (None: host data, sliced for free)."""
+    if type(leaf) is Array and _same_mesh(leaf.sharding, mesh):
+        return ValueSharding(leaf.sharding.spec.dims(leaf.ndim))
+    return None
+
+
+def program_mesh(name: str, leaves, program: Program, targets) -> Any:
+    """The one mesh a call uses: of its sharded arguments, constraints and out_shardings."""
+    found = []
+    for i, leaf in enumerate(leaves):
+        sharding = leaf.sharding if type(leaf) is Array else None
+        if isinstance(sharding, NamedSharding) and sharding.mesh.size > 1:
+            found.append((f"argument leaf {i}", sharding.mesh))
+    for eqn in program.equations:
+        if eqn.primitive is sharding_constraint_p:
+            found.append(("with_sharding_constraint", eqn.params["sharding"].mesh))
+    for i, target in enumerate(targets):
+        if isinstance(target, NamedSharding) and target.mesh.size > 1:
+            found.append((f"out_shardings leaf {i}", target.mesh))
+    if not found:
+        return None
+    first_where, mesh = found[0]
+    for where, other in found[1:]:
+        if other != mesh and where.startswith(("argument", "with_")):
+            raise ShardingError(
+                f"jit({name}): {where} is on mesh {other} but {first_where} is on mesh "
+                f"{mesh}; one call computes on one mesh. device_put the arguments onto one "
+                f"mesh first."
+            )
+    return mesh
 
 
 def jit(

@@ -1,0 +1,186 @@
+"""The in-process executor: runs a partitioned program on every device's blocks at once.
+
+Host equations run once. Runs of consecutive per-device equations run as one task per
+device on the thread pool (NumPy and BLAS release the GIL), inline when the blocks are
+small; BLAS is held to its share of the cores meanwhile so that devices do not
+oversubscribe them. Collectives go through a Communicator. Values are dropped after their
+last use, so their memory returns while the program runs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+from spmd.core.program import Literal, Var
+from spmd.runtime.array import Array
+from spmd.runtime.communicator import Communicator, InProcessCommunicator, groups
+from spmd.runtime.counting import record
+from spmd.runtime.pool import INLINE_BYTES, parallel_map, worker_count
+from spmd.sharding.layout import bounds_to_slices
+from spmd.sharding.named import NamedSharding
+from spmd.sharding.reshard import value_layout
+from spmd.sharding.spec import PartitionSpec
+from spmd.transforms.partition import Compute, FromHost, Partitioned, Reshard
+
+_COMMUNICATOR = InProcessCommunicator()
+
+
+def spec_of(dims) -> PartitionSpec:
+    entries = [None if not axes else axes[0] if len(axes) == 1 else axes for axes in dims]
+    while entries and entries[-1] is None:
+        entries.pop()
+    return PartitionSpec(*entries)
+
+
+def device_buffers(x: Array, mesh) -> list[np.ndarray]:
+    return [x._buffers[d] for d in mesh.devices.flat]
+
+
+def execute(
+    part: Partitioned,
+    args: Sequence[Any],
+    consts: Sequence[Any],
+    memory_kinds: Sequence[str | None],
+    comm: Communicator = _COMMUNICATOR,
+) -> list:
+    """Run ``part`` on ``args``: results are Arrays on the mesh (or host values for outputs
+    that never touched it, as NumPy arrays)."""
+    program, mesh = part.program, part.mesh
+    host: dict[Var, Any] = dict(zip(program.constvars, consts, strict=True))
+    env: dict[Var, list] = {}
+    for var, arg, sharding in zip(program.invars, args, part.in_shardings, strict=True):
+        if sharding is None:
+            host[var] = np.asarray(arg) if isinstance(arg, Array) else arg
+        else:
+            env[var] = device_buffers(arg, mesh)
+    for eqn in part.host_equations:
+        values = [a.value if isinstance(a, Literal) else host[a] for a in eqn.inputs]
+        out = eqn.primitive.rules.impl(np, *values, **eqn.params)
+        outs = out if eqn.primitive.multiple_results else (out,)
+        host.update(zip(eqn.outputs, outs, strict=True))
+    last_use = _last_uses(part)
+    segment: list[Compute] = []
+    for index, step in enumerate(part.steps):
+        if isinstance(step, Compute):
+            segment.append(step)
+            continue
+        _run_segment(segment, env, mesh.size)
+        segment = []
+        if isinstance(step, FromHost):
+            value = np.asarray(host[step.host])
+            env[step.var] = [value[s] for s in step.slices]
+        else:
+            env[step.dst] = _reshard(step, env[step.src], mesh, comm)
+        _drop(env, last_use, index)
+    _run_segment(segment, env, mesh.size)
+    results = []
+    for (atom, sharding), kind in zip(part.outputs, memory_kinds, strict=True):
+        if sharding is None:
+            value = atom.value if isinstance(atom, Literal) else host[atom]
+            results.append(np.asarray(value))
+            continue
+        if isinstance(atom, Literal):
+            value = np.asarray(atom.value, atom.aval.dtype)
+            layout = value_layout(mesh, sharding.dims, value.shape)
+            buffers = [value[bounds_to_slices(layout.bounds(b))] for b in layout.blocks]
+        else:
+            buffers = env[atom]
+        target = NamedSharding(mesh, spec_of(sharding.dims), kind)
+        results.append(_as_array(target, buffers, atom.aval, mesh))
+    return results
+
+
+def _as_array(sharding: NamedSharding, buffers: list, aval, mesh) -> Array:
+    owned = {}
+    for device, buffer in zip(mesh.devices.flat, buffers, strict=True):
+        buffer = np.asarray(buffer)
+        if buffer.flags.writeable:
+            if not buffer.flags.owndata and buffer.base is not None:
+                buffer = buffer.copy()  # a view of something someone else may write to
+            buffer.flags.writeable = False
+        owned[device] = buffer
+    return Array._from_buffers(sharding, owned, aval.shape, aval.dtype)
+
+
+def _last_uses(part: Partitioned) -> dict[Var, int]:
+    last: dict[Var, int] = {}
+    for index, step in enumerate(part.steps):
+        if isinstance(step, Compute):
+            used = [a for a in step.inputs if isinstance(a, Var)]
+        elif isinstance(step, Reshard):
+            used = [step.src]
+        else:
+            used = []
+        for var in used:
+            last[var] = index
+    for atom, _ in part.outputs:
+        if isinstance(atom, Var):
+            last[atom] = len(part.steps)
+    return last
+
+
+def _drop(env: dict, last_use: dict, index: int) -> None:
+    for var in [v for v in env if last_use.get(v, -1) <= index]:
+        del env[var]
+
+
+def _run_segment(segment: list[Compute], env: dict, count: int) -> None:
+    """Run consecutive per-device equations: one task per device."""
+    if not segment:
+        return
+    first_inputs = [a for step in segment for a in step.inputs if isinstance(a, Var) and a in env]
+    nbytes = sum(np.asarray(env[v][0]).nbytes for v in dict.fromkeys(first_inputs)) * count
+    for step in segment:
+        for var in step.outputs:
+            env[var] = [None] * count
+
+    def run(position: int) -> None:
+        for step in segment:
+            values = [a.value if isinstance(a, Literal) else env[a][position] for a in step.inputs]
+            out = step.eqn.primitive.rules.impl(np, *values, **step.params[position])
+            outs = out if step.eqn.primitive.multiple_results else (out,)
+            for var, value in zip(step.outputs, outs, strict=True):
+                env[var][position] = value
+
+    parallel = nbytes >= INLINE_BYTES and count > 1 and worker_count() > 1
+    contracts = any(step.eqn.primitive.name == "einsum" for step in segment)
+    limit = max(1, worker_count() // count)
+    guard = threadpool_limits(limit, user_api="blas") if parallel and contracts else None
+    with guard if guard is not None else contextlib.nullcontext():
+        parallel_map(run, range(count), nbytes if parallel else 0)
+
+
+def _reshard(step: Reshard, buffers: list, mesh, comm: Communicator) -> list:
+    shape = step.src.aval.shape
+    for s in step.steps:
+        src = value_layout(mesh, s.src.dims, shape)
+        dst = value_layout(mesh, s.dst.dims, shape)
+        if s.kind == "all-reduce":
+            buffers = comm.all_reduce(buffers, groups(mesh, s.axes), s.src.op)
+        elif s.kind == "reduce-scatter":
+            buffers = comm.reduce_scatter(buffers, groups(mesh, s.axes), s.src.op, src, dst)
+        elif s.kind == "local slice":
+            buffers = _local_slice(buffers, src, dst)
+        else:
+            method = {"all-gather": comm.all_gather, "all-to-all": comm.all_to_all}.get(
+                s.kind, comm.permute
+            )
+            buffers = method(buffers, src, dst)
+        if s.is_collective:
+            record(s.kind, s.nbytes)
+    return buffers
+
+
+def _local_slice(buffers: list, src, dst) -> list:
+    out = []
+    for position, (sb, db) in enumerate(zip(src.blocks, dst.blocks, strict=True)):
+        origin = src.bounds(sb)
+        bounds = dst.bounds(db)
+        index = tuple(slice(a - o, b - o) for (a, b), (o, _) in zip(bounds, origin, strict=True))
+        out.append(buffers[position][index])
+    return out

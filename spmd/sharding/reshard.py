@@ -1,0 +1,157 @@
+"""Resharding plans: the collective steps that turn one value sharding into another.
+
+A plan is printable data: a short list of steps, each an all-reduce, reduce-scatter,
+all-gather, all-to-all, permute or local slice over named mesh axes, with the bytes it
+moves between devices. Every step is exact on uneven blocks.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+
+from spmd.sharding.layout import Layout, mesh_layout
+from spmd.sharding.mesh import Mesh
+from spmd.sharding.rules import Dims, ValueSharding
+from spmd.sharding.transfer import plan_transfer
+
+COLLECTIVES = ("all-reduce", "reduce-scatter", "all-gather", "all-to-all", "permute")
+
+
+@dataclass(frozen=True)
+class Step:
+    """One collective (or a local slice) from ``src`` to ``dst`` over mesh ``axes``."""
+
+    kind: str
+    axes: tuple[str, ...]
+    src: ValueSharding
+    dst: ValueSharding
+    nbytes: int  # bytes that cross from one device to another
+
+    @property
+    def is_collective(self) -> bool:
+        return self.kind in COLLECTIVES
+
+    def __str__(self) -> str:
+        axes = ", ".join(map(repr, self.axes))
+        return f"{self.kind} over {axes}: {self.src} -> {self.dst} ({format_bytes(self.nbytes)})"
+
+
+def format_bytes(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    raise AssertionError
+
+
+def value_layout(mesh: Mesh, dims: Dims, shape: tuple[int, ...]) -> Layout:
+    """Which block of a ``shape`` value split as ``dims`` each device of ``mesh`` holds."""
+    grid = mesh.devices
+    return mesh_layout(grid.shape, tuple(grid.flat), mesh.axis_names, tuple(dims), shape)
+
+
+def _without(dims: Dims, axes: set[str]) -> Dims:
+    return tuple(tuple(a for a in dim if a not in axes) for dim in dims)
+
+
+@functools.lru_cache(maxsize=4096)
+def plan(
+    mesh: Mesh, shape: tuple[int, ...], itemsize: int, src: ValueSharding, dst: ValueSharding
+) -> tuple[Step, ...]:
+    """The steps from ``src`` to ``dst`` (``dst`` may keep ``src``'s pending reduction)."""
+    steps: list[Step] = []
+    current = src
+    if src.pending and (dst.pending, dst.op) != (src.pending, src.op):
+        current = _resolve(mesh, shape, itemsize, src, dst, steps)
+    steps += _move(mesh, shape, itemsize, current, dst)
+    return tuple(steps)
+
+
+def _block_bytes(mesh: Mesh, shape: tuple[int, ...], itemsize: int, dims: Dims) -> int:
+    """Bytes over all devices' blocks of a value split as ``dims``."""
+    layout = value_layout(mesh, dims, shape)
+    return sum(math.prod(layout.block_shape(b)) for b in layout.blocks) * itemsize
+
+
+def _resolve(mesh, shape, itemsize, src: ValueSharding, dst: ValueSharding, steps) -> ValueSharding:
+    """Combine ``src``'s partial values: a reduce-scatter when ``dst`` splits every pending
+    axis onto dimensions that otherwise match, an all-reduce otherwise."""
+    pending = set(src.pending)
+    k = math.prod(mesh.shape[a] for a in src.pending)
+    scattered = []
+    for have, want in zip(src.dims, dst.dims, strict=True):
+        extra = want[len(have) :]
+        if want[: len(have)] == have and set(extra) <= pending:
+            scattered.append(want)
+        else:
+            scattered.append(have)
+    placed = {a for dim in scattered for a in dim} & pending
+    total = _block_bytes(mesh, shape, itemsize, src.dims)
+    if placed == pending:
+        result = ValueSharding(tuple(scattered))
+        moved = total * (k - 1) // k
+        steps.append(Step("reduce-scatter", src.pending, src, result, moved))
+        return result
+    result = ValueSharding(src.dims)
+    steps.append(Step("all-reduce", src.pending, src, result, 2 * total * (k - 1) // k))
+    return result
+
+
+def _moved_bytes(mesh, shape, itemsize, a: Dims, b: Dims) -> int:
+    src, dst = value_layout(mesh, a, shape), value_layout(mesh, b, shape)
+    return plan_transfer(src, dst, itemsize).bytes_moved
+
+
+def _move(mesh, shape, itemsize, src: ValueSharding, dst: ValueSharding) -> list[Step]:
+    """Steps between splits (no pending change): gather the axes ``dst`` drops, move the ones
+    it puts elsewhere, then slice locally for the ones it adds."""
+    a, b = src.dims, dst.dims
+    if a == b:
+        return []
+    in_a = {x for dim in a for x in dim}
+    in_b = {x for dim in b for x in dim}
+    moved = set()
+    for have, want in zip(a, b, strict=True):
+        prefix = 0
+        while prefix < min(len(have), len(want)) and have[prefix] == want[prefix]:
+            prefix += 1
+        moved |= (set(have[prefix:]) & in_b) | (set(want[prefix:]) & in_a)
+    removed, added = in_a - in_b, in_b - in_a
+    steps = []
+    after_gather = _without(a, removed)
+    if removed:
+        nbytes = _moved_bytes(mesh, shape, itemsize, a, after_gather)
+        order = tuple(x for x in mesh.axis_names if x in removed)
+        steps.append(
+            Step("all-gather", order, src, ValueSharding(after_gather, src.pending, src.op), nbytes)
+        )
+    after_move = _without(b, added)
+    if moved:
+        same_dims = all(set(h) & moved == set(w) & moved for h, w in zip(a, b, strict=True))
+        kind = "permute" if same_dims else "all-to-all"
+        nbytes = _moved_bytes(mesh, shape, itemsize, after_gather, after_move)
+        order = tuple(x for x in mesh.axis_names if x in moved)
+        steps.append(
+            Step(
+                kind,
+                order,
+                ValueSharding(after_gather, src.pending, src.op),
+                ValueSharding(after_move, src.pending, src.op),
+                nbytes,
+            )
+        )
+    if added:
+        order = tuple(x for x in mesh.axis_names if x in added)
+        steps.append(
+            Step("local slice", order, ValueSharding(after_move, src.pending, src.op), dst, 0)
+        )
+    return steps
+
+
+def cost(mesh: Mesh, shape: tuple[int, ...], itemsize: int, src, dst) -> int:
+    """Bytes a reshard from ``src`` to ``dst`` moves between devices."""
+    if src == dst:
+        return 0
+    return sum(step.nbytes for step in plan(mesh, shape, itemsize, src, dst))

@@ -1,0 +1,280 @@
+"""The partitioner: a global Program plus shardings → per-device steps with explicit collectives.
+
+Equations on host values run once on the host. Every other equation runs on each device's
+blocks; before it, each operand is brought to the sharding the equation's decision wants,
+by slicing host values (free) or by a resharding plan of collective steps. Results are
+brought to the output shardings last. ``as_text`` prints the per-device program and
+``explain`` says why every value is laid out as it is and what every collective costs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from spmd.core.program import Equation, Literal, Program, Var
+from spmd.sharding.layout import bounds_to_slices
+from spmd.sharding.mesh import Mesh
+from spmd.sharding.propagate import Propagation, propagate
+from spmd.sharding.reshard import Step, format_bytes, plan, value_layout
+from spmd.sharding.rules import ValueSharding
+
+
+@dataclass(frozen=True, eq=False)
+class Compute:
+    """Run ``eqn`` on every device's blocks; ``params`` per device position."""
+
+    eqn: Equation
+    inputs: tuple  # Var (a device value) or Literal per operand
+    outputs: tuple[Var, ...]
+    shardings: tuple[ValueSharding, ...]
+    params: tuple[dict, ...]
+
+
+@dataclass(frozen=True, eq=False)
+class FromHost:
+    """Each device takes its block of host value ``host`` (a view: nothing is copied)."""
+
+    host: Var
+    var: Var
+    sharding: ValueSharding
+    slices: tuple[tuple[slice, ...], ...]  # per device position
+
+
+@dataclass(frozen=True, eq=False)
+class Reshard:
+    """Bring ``src`` to ``dst``'s sharding through ``steps``."""
+
+    src: Var
+    dst: Var
+    steps: tuple[Step, ...]
+    reason: str
+
+
+@dataclass(eq=False)
+class Partitioned:
+    program: Program
+    mesh: Mesh
+    propagation: Propagation
+    in_shardings: list[ValueSharding | None]
+    host_equations: list[Equation] = field(default_factory=list)
+    steps: list = field(default_factory=list)
+    outputs: list = field(default_factory=list)  # per output: (atom, ValueSharding or None)
+
+    @property
+    def collectives(self) -> list[Step]:
+        return [s for step in self.steps if isinstance(step, Reshard) for s in step.steps
+                if s.is_collective]  # fmt: skip
+
+    def as_text(self) -> str:
+        return _as_text(self)
+
+    def explain(self) -> str:
+        return _explain(self)
+
+
+def partition(
+    program: Program,
+    mesh: Mesh,
+    in_shardings: list[ValueSharding | None],
+    out_targets: list[ValueSharding | None],
+    constraint,
+) -> Partitioned:
+    """Per-device steps for ``program`` with arguments laid out as ``in_shardings`` (None:
+    host data) and results wanted as ``out_targets`` (None: as propagated)."""
+    propagation = propagate(program, mesh, in_shardings, constraint)
+    part = Partitioned(program, mesh, propagation, list(in_shardings))
+    builder = _Builder(part)
+    for index, eqn in enumerate(program.equations):
+        decision = propagation.decisions.get(index)
+        if decision is None:
+            part.host_equations.append(eqn)
+            continue
+        inputs = []
+        for k, (atom, want) in enumerate(zip(eqn.inputs, decision.operands, strict=True)):
+            if isinstance(atom, Literal):
+                inputs.append(atom)
+            else:
+                why = f"operand {k} of {eqn.primitive.name}: {decision.reason}"
+                inputs.append(builder.get(atom, want, why))
+        params = builder.local_params(eqn, inputs, decision.results)
+        part.steps.append(Compute(eqn, tuple(inputs), tuple(eqn.outputs), decision.results, params))
+        for var, sharding in zip(eqn.outputs, decision.results, strict=True):
+            builder.have[var] = sharding
+    for i, (atom, target) in enumerate(zip(program.outvars, out_targets, strict=True)):
+        have = None if isinstance(atom, Literal) else propagation.shardings.get(atom)
+        if have is None and target is None:
+            part.outputs.append((atom, None))
+            continue
+        want = target if target is not None else have.without_pending()
+        if isinstance(atom, Literal):
+            part.outputs.append((atom, want))
+            continue
+        why = f"output {i} " + ("is wanted so" if target is not None else "needs its full value")
+        part.outputs.append((builder.get(atom, want, why), want))
+    return part
+
+
+class _Builder:
+    def __init__(self, part: Partitioned) -> None:
+        self.part = part
+        self.have: dict[Var, ValueSharding | None] = {
+            var: sharding
+            for var, sharding in zip(part.program.invars, part.in_shardings, strict=True)
+        }
+        self.versions: dict[tuple[Var, ValueSharding], Var] = {}
+
+    def get(self, var: Var, want: ValueSharding, why: str) -> Var:
+        """``var`` laid out as ``want``: itself, or a new value made by slicing or resharding."""
+        have = self.have.get(var)
+        if have == want:
+            return var
+        key = (var, want)
+        if key in self.versions:
+            return self.versions[key]
+        mesh, aval = self.part.mesh, var.aval
+        new = Var(aval)
+        if have is None:
+            layout = value_layout(mesh, want.dims, aval.shape)
+            slices = tuple(bounds_to_slices(layout.bounds(b)) for b in layout.blocks)
+            self.part.steps.append(FromHost(var, new, want, slices))
+        else:
+            steps = plan(mesh, aval.shape, aval.dtype.itemsize, have, want)
+            self.part.steps.append(Reshard(var, new, steps, why))
+        self.have[new] = want
+        self.versions[key] = new
+        return new
+
+    def local_params(self, eqn: Equation, inputs: list, results) -> tuple[dict, ...]:
+        count = self.part.mesh.size
+        local = eqn.primitive.rules.local_params
+        if local is None:
+            return (eqn.params,) * count
+        mesh = self.part.mesh
+
+        def blocks(atom, sharding) -> list[tuple[int, ...]]:
+            if isinstance(atom, Literal):
+                return [()] * count
+            layout = value_layout(mesh, sharding.dims, atom.aval.shape)
+            return [layout.block_shape(b) for b in layout.blocks]
+
+        in_blocks = [blocks(a, self.have[a] if isinstance(a, Var) else None) for a in inputs]
+        out_blocks = [blocks(v, s) for v, s in zip(eqn.outputs, results, strict=True)]
+        dtypes = [a.aval.dtype for a in inputs]
+        return tuple(
+            local(eqn.params, [b[i] for b in in_blocks], [b[i] for b in out_blocks], dtypes)
+            for i in range(count)
+        )
+
+
+# --- printing ----------------------------------------------------------------------------------
+
+
+class _Names(dict):
+    def __missing__(self, var) -> str:
+        i = len(self)
+        self[var] = "abcdefghijklmnopqrstuvwxyz"[i % 26] + ("" if i < 26 else str(i // 26))
+        return self[var]
+
+
+def _short_aval(var: Var, shape) -> str:
+    text = str(var.aval)
+    return text[: text.index("[")] + "[" + ",".join(map(str, shape)) + "]"
+
+
+def _as_text(part: Partitioned) -> str:
+    names = _Names()
+    mesh = part.mesh
+    sharding_of: dict[Var, ValueSharding | None] = {}
+
+    def binder(var: Var, sharding: ValueSharding | None) -> str:
+        sharding_of[var] = sharding
+        if sharding is None:
+            return f"{names[var]}:{var.aval}"
+        layout = value_layout(mesh, sharding.dims, var.aval.shape)
+        block = layout.block_shape((0,) * len(layout.parts))
+        note = f"{{{sharding}}}" if any(sharding.dims) or sharding.pending else ""
+        return f"{names[var]}:{_short_aval(var, block)}{note}"
+
+    def atom(a) -> str:
+        if isinstance(a, Literal):
+            return repr(a.value)
+        return names[a]
+
+    args = " ".join(
+        binder(v, s) for v, s in zip(part.program.invars, part.in_shardings, strict=True)
+    )
+    lines = [f"{{ per-device program on mesh {dict(mesh.shape)}; {args}. let"]
+    for eqn in part.host_equations:
+        outs = " ".join(binder(v, None) for v in eqn.outputs)
+        ins = " ".join(atom(a) for a in eqn.inputs)
+        lines.append(
+            f"    {outs} = {eqn.primitive.name}{_params(eqn.params)} {ins}   # on the host"
+        )
+    for step in part.steps:
+        if isinstance(step, Compute):
+            outs = " ".join(binder(v, s) for v, s in zip(step.outputs, step.shardings, strict=True))
+            ins = " ".join(atom(a) for a in step.inputs)
+            lines.append(f"    {outs} = {step.eqn.primitive.name}{_params(step.eqn.params)} {ins}")
+        elif isinstance(step, FromHost):
+            lines.append(
+                f"    {binder(step.var, step.sharding)} = slice_from_host {atom(step.host)}"
+            )
+        else:
+            current = names[step.src]
+            for k, s in enumerate(step.steps):
+                target = step.dst if k == len(step.steps) - 1 else Var(step.dst.aval)
+                axes = ", ".join(map(repr, s.axes))
+                op = f" op={s.src.op}" if s.kind in ("all-reduce", "reduce-scatter") else ""
+                kind = s.kind.replace("-", "_").replace(" ", "_")
+                lines.append(f"    {binder(target, s.dst)} = {kind}[axes=({axes}){op}] {current}")
+                current = names[target]
+    outs = ", ".join(atom(a) for a, _ in part.outputs)
+    lines.append(f"  in ({outs}) }}")
+    return "\n".join(lines)
+
+
+def _params(params: dict) -> str:
+    shown = {k: v for k, v in params.items() if k != "sharding"}
+    if not shown:
+        return ""
+    return "[" + " ".join(f"{k}={v!r}" for k, v in sorted(shown.items())) + "]"
+
+
+def _explain(part: Partitioned) -> str:
+    names = _Names()
+    prop = part.propagation
+    lines = [f"Mesh {dict(part.mesh.shape)}", "Values:"]
+    for var, sharding in zip(part.program.invars, part.in_shardings, strict=True):
+        where = "on the host (sliced for free where needed)" if sharding is None else sharding
+        lines.append(f"  {names[var]}: {var.aval} argument, {where}")
+    for eqn in part.program.equations:
+        for var in eqn.outputs:
+            sharding = prop.shardings.get(var)
+            if sharding is None:
+                lines.append(f"  {names[var]}: {var.aval} = {eqn.primitive.name}, on the host")
+            else:
+                reason = prop.reasons.get(var, "")
+                lines.append(
+                    f"  {names[var]}: {var.aval} = {eqn.primitive.name} -> {sharding} — {reason}"
+                )
+    lines.append("Collectives:")
+    total = 0
+    found = False
+    for step in part.steps:
+        if not isinstance(step, Reshard):
+            continue
+        for s in step.steps:
+            if not s.is_collective:
+                continue
+            found = True
+            total += s.nbytes
+            axes = ", ".join(map(repr, s.axes))
+            lines.append(
+                f"  {s.kind} over ({axes}) of {names[step.src]}: {s.src} -> {s.dst}, "
+                f"{format_bytes(s.nbytes)} moved — {step.reason}"
+            )
+    if not found:
+        lines.append("  none: every operand already lies where its equation runs")
+    else:
+        lines.append(f"  total {format_bytes(total)} moved between devices")
+    return "\n".join(lines)

@@ -1,0 +1,191 @@
+"""Every row of the case table (tests/cases.py) against NumPy, eagerly and under jit.
+
+One test per (function, dtype) runs all of that function's rows on that dtype and lists every
+row that differs; rows in ``KNOWN_BUGS`` run alone, marked xfail(strict=True).
+"""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import spmd
+import spmd.numpy as snp
+from tests.cases import (
+    CASES,
+    DTYPES,
+    KNOWN_BUGS,
+    Case,
+    assert_matches,
+    make_inputs,
+    numpy_result,
+)
+
+
+def run_eagerly(case: Case, inputs):
+    return case.fn(snp, *[spmd.device_put(x) for x in inputs])
+
+
+def run_jitted(case: Case, inputs):
+    return spmd.jit(lambda *xs: case.fn(snp, *xs))(*inputs)
+
+
+def check_case(case: Case, dtype, seed: int = 0) -> None:
+    """The row's result eagerly and under jit equals NumPy's, or both raise (AssertionError)."""
+    inputs = make_inputs(case, dtype, seed)
+    if case.error is None:
+        expected = numpy_result(case, inputs)
+    elif case.numpy_too:
+        try:
+            numpy_result(case, inputs)
+        except Exception:  # NumPy's own exception types vary
+            pass
+        else:
+            raise AssertionError("NumPy accepts the input, but the row expects an error")
+    for mode, run in (("eager", run_eagerly), ("jit", run_jitted)):
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            try:
+                result = run(case, inputs)
+            except Exception as error:
+                if case.error is not None and isinstance(error, case.error):
+                    continue
+                raise AssertionError(f"{mode}: raised {type(error).__name__}: {error}") from error
+        if case.error is not None:
+            raise AssertionError(f"{mode}: expected {case.error.__name__}, got a result")
+        try:
+            assert_matches(result, expected, case.values)
+        except AssertionError as error:
+            raise AssertionError(f"{mode}: {error}") from None
+
+
+def dtype_id(dtype) -> str:
+    return "nodtype" if dtype is None else np.dtype(dtype).name
+
+
+GROUPS: dict[tuple[str, object], list[Case]] = {}
+BUGS = []  # (row, the dtypes it fails on, why)
+for _case in CASES:
+    _bug_dtypes, _reason = KNOWN_BUGS.get(_case.id, ((), ""))
+    if _bug_dtypes:
+        BUGS.append(
+            pytest.param(
+                _case,
+                _bug_dtypes,
+                id=_case.id,
+                marks=pytest.mark.xfail(strict=True, reason=_reason),
+            )
+        )
+    for _dtype in _case.dtypes:
+        if _dtype not in _bug_dtypes:
+            GROUPS.setdefault((_case.name, _dtype), []).append(_case)
+
+
+@pytest.mark.parametrize(
+    ("name", "dtype"), list(GROUPS), ids=[f"{n}-{dtype_id(d)}" for n, d in GROUPS]
+)
+def test_rows_match_numpy_eagerly_and_under_jit(name, dtype):
+    rows = GROUPS[name, dtype]
+    failures = []
+    for case in rows:
+        try:
+            check_case(case, dtype)
+        except Exception as error:  # a row NumPy fails on is listed too
+            failures.append(f"{case.id}: {type(error).__name__}: {error}")
+    if failures:
+        pytest.fail(
+            f"{len(failures)} of {len(rows)} rows of {name} on {dtype_id(dtype)} differ "
+            "from NumPy:\n" + "\n".join(failures),
+            pytrace=False,
+        )
+
+
+@pytest.mark.parametrize(("case", "dtypes"), BUGS)
+def test_known_bugs(case, dtypes):
+    """Rows spmd gets wrong on some dtypes (KNOWN_BUGS): strict xfail, one test per row."""
+    failures = []
+    for dtype in dtypes:
+        try:
+            check_case(case, dtype)
+        except AssertionError as error:
+            failures.append(f"{dtype_id(dtype)}: {error}")
+    assert not failures, "\n".join(failures)
+
+
+def test_known_bugs_name_rows_of_the_table():
+    ids = {case.id: case for case in CASES}
+    for row_id, (dtypes, _) in KNOWN_BUGS.items():
+        assert row_id in ids and set(dtypes) <= set(ids[row_id].dtypes), row_id
+
+
+# ------------------------------------------------------------------ the table itself
+
+
+def test_every_public_function_has_rows_and_every_row_a_public_function():
+    public = set(snp.__all__) | {f"nn.{name}" for name in spmd.nn.__all__}
+    assert {case.name for case in CASES} == public
+
+
+def test_row_ids_are_unique():
+    ids = [case.id for case in CASES]
+    assert len(ids) == len(set(ids)), sorted({i for i in ids if ids.count(i) > 1})
+
+
+def _touches(case: Case):
+    """The shapes of the row's inputs and (where NumPy gives one) its result."""
+    dtype = case.dtypes[0]
+    inputs = make_inputs(case, dtype)
+    shapes = [x.shape for x in inputs]
+    if case.error is None:
+        result = numpy_result(case, inputs)
+        results = result if isinstance(result, list | tuple) else [result]
+        shapes += [np.shape(r) for r in results]
+    return shapes
+
+
+def test_every_function_is_checked_on_every_dtype_on_scalars_and_on_size_0():
+    dtypes, scalars, empties, works = {}, set(), set(), set()
+    for case in CASES:
+        dtypes.setdefault(case.name, set()).update(d for d in case.dtypes if d is not None)
+        shapes = _touches(case)
+        if any(len(s) == 0 for s in shapes):
+            scalars.add(case.name)
+        if any(0 in s for s in shapes):
+            empties.add(case.name)
+        if case.error is None:
+            works.add(case.name)
+    names = {case.name for case in CASES}
+    assert {n for n in names if not set(DTYPES) <= dtypes[n]} == set()
+    assert names - scalars == set()
+    assert names - empties == set()
+    assert names - works == set()
+
+
+def test_a_wrong_result_fails_the_check():
+    """The check is not vacuous: wrong values, dtypes, shapes, NaNs and errors all fail it."""
+    row = next(c for c in CASES if c.id == "sin[]@2x3")
+    spmd_sin = snp.sin
+
+    def mutant(fn):
+        return Case("sin", lambda m, x: spmd_sin(x) if m is snp else fn(x), ((2, 3),))
+
+    wrong = [
+        lambda x: np.sin(x) + 1e-3,  # values
+        lambda x: np.sin(x).astype(np.float64) if x.dtype == np.float32 else np.sin(x) + 1,
+        lambda x: np.sin(x)[:1],  # shape
+        lambda x: np.where(x > 0, np.nan, np.sin(x)),  # NaN positions
+    ]
+    check_case(row, np.float32)
+    for fn in wrong:
+        with pytest.raises(AssertionError):
+            check_case(mutant(fn), np.float32)
+    with pytest.raises(AssertionError, match="expected ShapeError"):  # a missing error
+        check_case(
+            Case("sin", row.fn, ((2, 3),), error=spmd.ShapeError, numpy_too=False), np.float64
+        )
+    with pytest.raises(AssertionError, match="NumPy accepts"):
+        check_case(Case("sin", row.fn, ((2, 3),), error=spmd.ShapeError), np.float64)
+    integer = next(c for c in CASES if c.id == "add[]@2x3,2x3")
+    with pytest.raises(AssertionError):  # integers compare exactly
+        check_case(Case("add", lambda m, x, y: m.add(x, y) + (m is np), ((2, 3), (2, 3))), np.int32)
+    check_case(integer, np.int32)
