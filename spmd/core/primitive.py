@@ -16,13 +16,16 @@ class Rules:
     the array namespace ``xp`` (NumPy today); ``sharding(in_avals, out_avals, **params)``
     returns the primitive's ``Factors`` (spmd/sharding/rules.py; None: operands are gathered
     whole); ``local_params(params, in_shapes, out_shapes)`` rewrites shape-valued parameters
-    for one device's blocks; ``jvp`` and ``transpose`` come with differentiation.
+    for one device's blocks; ``writes_into`` says ``impl`` takes ``out=`` (a dead operand's
+    buffer of the result's shape and dtype, reused); ``jvp`` and ``transpose`` come with
+    differentiation.
     """
 
     shape: Callable[..., Any]
     impl: Callable[..., Any]
     sharding: Callable[..., Any] | None = None
     local_params: Callable[..., dict] | None = None
+    writes_into: bool = False
     jvp: Callable[..., Any] | None = None
     transpose: Callable[..., Any] | None = None
 

@@ -58,10 +58,11 @@ def elementwise(name: str, ufunc: np.ufunc) -> Primitive:
     def shape(*avals: ShapedArray) -> ShapedArray:
         return ShapedArray(broadcast_shape(name, avals), _ufunc_dtype(name, ufunc, avals))
 
-    def impl(xp, *args):
-        return getattr(xp, ufunc.__name__)(*args)
+    def impl(xp, *args, out=None):
+        return getattr(xp, ufunc.__name__)(*args, out=out)
 
-    return Primitive(name, Rules(shape=shape, impl=impl, sharding=broadcasting(LINEAR.get(name))))
+    sharding = broadcasting(LINEAR.get(name))
+    return Primitive(name, Rules(shape=shape, impl=impl, sharding=sharding, writes_into=True))
 
 
 def _where_shape(cond: ShapedArray, x: ShapedArray, y: ShapedArray) -> ShapedArray:
@@ -70,7 +71,17 @@ def _where_shape(cond: ShapedArray, x: ShapedArray, y: ShapedArray) -> ShapedArr
 
 
 def _round_shape(x: ShapedArray, *, decimals: int) -> ShapedArray:
-    return ShapedArray(x.shape, x.dtype if not x.weak_type else np.dtype(np.float64))
+    """NumPy's ``round``: the input's dtype (strong, as NumPy returns a NumPy scalar for a
+    Python one), except that bools round to float16, and only with ``decimals=0``."""
+    if x.dtype != np.bool_:
+        return ShapedArray(x.shape, x.dtype)
+    if decimals != 0:
+        raise SpmdTypeError(
+            f"spmd.numpy.round: cannot round {x} to decimals={decimals}: NumPy rounds bools "
+            f"only with decimals=0 (to float16), as True and False have no decimal places. "
+            f"Convert first, e.g. round(x.astype(np.float32), {decimals}), or drop decimals."
+        )
+    return ShapedArray(x.shape, np.dtype(np.float16))
 
 
 UNARY = {

@@ -10,6 +10,7 @@ last use, so their memory returns while the program runs.
 from __future__ import annotations
 
 import contextlib
+import weakref
 from collections.abc import Sequence
 from typing import Any
 
@@ -24,6 +25,7 @@ from spmd.runtime.pool import INLINE_BYTES, parallel_map, worker_count
 from spmd.sharding.layout import bounds_to_slices
 from spmd.sharding.named import NamedSharding
 from spmd.sharding.reshard import value_layout
+from spmd.sharding.rules import ValueSharding
 from spmd.sharding.spec import PartitionSpec
 from spmd.transforms.partition import Compute, FromHost, Partitioned, Reshard
 
@@ -64,10 +66,11 @@ def execute(
         outs = out if eqn.primitive.multiple_results else (out,)
         host.update(zip(eqn.outputs, outs, strict=True))
     last_use = _last_uses(part)
-    segment: list[Compute] = []
+    reuse = _reuse_plan(part, last_use)
+    segment: list[tuple[Compute, int | None]] = []
     for index, step in enumerate(part.steps):
         if isinstance(step, Compute):
-            segment.append(step)
+            segment.append((step, reuse.get(index)))
             continue
         _run_segment(segment, env, mesh.size)
         segment = []
@@ -124,31 +127,76 @@ def _last_uses(part: Partitioned) -> dict[Var, int]:
     return last
 
 
+_REUSE_PLANS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _reuse_plan(part: Partitioned, last_use: dict[Var, int]) -> dict[int, int]:
+    """Step index → the operand whose buffer that step may write its result into: a value
+    made by an elementwise step (a fresh array nothing else views), dying there, with the
+    result's shape, dtype and sharding."""
+    plan = _REUSE_PLANS.get(part)
+    if plan is not None:
+        return plan
+    made_fresh: dict[Var, ValueSharding] = {}
+    viewed: set[Var] = set()
+    for step in part.steps:
+        if not isinstance(step, Compute):
+            continue
+        writes = step.eqn.primitive.rules.writes_into
+        if not writes:
+            viewed.update(a for a in step.inputs if isinstance(a, Var))
+        if writes and len(step.outputs) == 1:
+            made_fresh[step.outputs[0]] = step.shardings[0]
+    plan = {}
+    for index, step in enumerate(part.steps):
+        if not isinstance(step, Compute) or not step.eqn.primitive.rules.writes_into:
+            continue
+        (result,), (sharding,) = step.outputs, step.shardings
+        for k, atom in enumerate(step.inputs):
+            fits = (
+                isinstance(atom, Var)
+                and made_fresh.get(atom) == sharding
+                and atom not in viewed
+                and last_use.get(atom) == index
+                and (atom.aval.shape, atom.aval.dtype) == (result.aval.shape, result.aval.dtype)
+            )
+            if fits:
+                plan[index] = k
+                break
+    _REUSE_PLANS[part] = plan
+    return plan
+
+
 def _drop(env: dict, last_use: dict, index: int) -> None:
     for var in [v for v in env if last_use.get(v, -1) <= index]:
         del env[var]
 
 
-def _run_segment(segment: list[Compute], env: dict, count: int) -> None:
+def _run_segment(segment: list[tuple[Compute, int | None]], env: dict, count: int) -> None:
     """Run consecutive per-device equations: one task per device."""
     if not segment:
         return
-    first_inputs = [a for step in segment for a in step.inputs if isinstance(a, Var) and a in env]
+    first_inputs = [a for s, _ in segment for a in s.inputs if isinstance(a, Var) and a in env]
     nbytes = sum(np.asarray(env[v][0]).nbytes for v in dict.fromkeys(first_inputs)) * count
-    for step in segment:
+    for step, _ in segment:
         for var in step.outputs:
             env[var] = [None] * count
 
     def run(position: int) -> None:
-        for step in segment:
+        for step, reuse in segment:
             values = [a.value if isinstance(a, Literal) else env[a][position] for a in step.inputs]
-            out = step.eqn.primitive.rules.impl(np, *values, **step.params[position])
+            params = step.params[position]
+            if reuse is not None:
+                target = values[reuse]
+                if type(target) is np.ndarray and target.flags.writeable and target.ndim:
+                    params = {**params, "out": target}
+            out = step.eqn.primitive.rules.impl(np, *values, **params)
             outs = out if step.eqn.primitive.multiple_results else (out,)
             for var, value in zip(step.outputs, outs, strict=True):
                 env[var][position] = value
 
     parallel = nbytes >= INLINE_BYTES and count > 1 and worker_count() > 1
-    contracts = any(step.eqn.primitive.name == "einsum" for step in segment)
+    contracts = any(step.eqn.primitive.name == "einsum" for step, _ in segment)
     limit = max(1, worker_count() // count)
     guard = threadpool_limits(limit, user_api="blas") if parallel and contracts else None
     with guard if guard is not None else contextlib.nullcontext():
