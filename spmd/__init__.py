@@ -1,6 +1,6 @@
 """spmd: write array code for one device, run it over many (SPMD parallelism on NumPy)."""
 
-from spmd import debug, nn, numpy, random, sharding, tree_util
+from spmd import debug, lax, nn, numpy, random, sharding, tree_util
 from spmd.config import config
 from spmd.core.trace import TracerBoolConversionError, UnexpectedTracerError
 from spmd.errors import (
@@ -70,6 +70,7 @@ __all__ = [
     "device_put",
     "devices",
     "jit",
+    "lax",
     "local_device_count",
     "local_devices",
     "make_array_from_callback",

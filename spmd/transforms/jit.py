@@ -13,10 +13,10 @@ from spmd.core.interpret import compile_program
 from spmd.core.program import Program
 from spmd.core.trace import EVAL_TRACE, ProgramTrace, aval_of, current_trace, tracing
 from spmd.errors import ShardingError, SpmdTypeError
-from spmd.prims.constraint import sharding_constraint_p
+from spmd.prims.constraint import inspect_sharding_p, sharding_constraint_p
 from spmd.runtime.array import Array
 from spmd.runtime.eager import result_sharding
-from spmd.runtime.executor import execute
+from spmd.runtime.executor import execute, spec_of
 from spmd.runtime.put import _is_target, adopt, as_sharding, device_put, layout_for, placement
 from spmd.sharding.named import NamedSharding
 from spmd.sharding.rules import ValueSharding
@@ -141,6 +141,9 @@ class Jitted:
         mesh = program_mesh(self.__name__, leaves, program, targets)
         if mesh is not None:
             return self._partition(program, out_tree, mesh, leaves, targets)
+        for eqn in program.equations:
+            if eqn.primitive is inspect_sharding_p:
+                eqn.params["callback"](result_sharding(leaves, eqn.inputs[0].aval.shape))
         shardings = [
             target if target is not None else result_sharding(leaves, a.shape)
             for target, a in zip(targets, program.out_avals, strict=True)
@@ -162,6 +165,11 @@ class Jitted:
             for t, a in zip(targets, program.out_avals, strict=True)
         ]
         part = partition(program, mesh, in_shardings, wanted, sharding_constraint_p)
+        for eqn in program.equations:
+            if eqn.primitive is inspect_sharding_p:
+                found = part.propagation.shardings.get(eqn.inputs[0])
+                dims = found.dims if found is not None else ()
+                eqn.params["callback"](NamedSharding(mesh, spec_of(dims)))
         outputs = []
         for (_, sharding), target, aval in zip(
             part.outputs, targets, program.out_avals, strict=True
