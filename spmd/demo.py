@@ -66,3 +66,13 @@ def run() -> None:
     console.print(f"moved {plan.bytes_moved} of {x.nbytes} bytes between devices")
     console.print("round trip exact:", bool((np.asarray(b) == x).all()))
     console.print(repr(b))
+
+    step(
+        "jit follows the data: a sum over the sharded rows leaves a pending sum over x",
+        "spmd.jit(lambda v: v.sum(axis=0))(a)",
+    )
+    total = spmd.jit(lambda v: v.sum(axis=0))
+    console.print(total.lower(a).explain())
+    result = total(a)
+    console.print(f"{np.asarray(result)} sharded {result.sharding.spec}")
+    visualize_array_sharding(result)
