@@ -121,7 +121,7 @@ def jax_times(data: dict) -> dict[str, float] | None:
         times["layer, contracting sharded"] = median_ms(
             lambda: layer(*contracting).block_until_ready()
         )
-    except Exception as error:  # noqa: BLE001 - report whatever JAX raised
+    except Exception as error:  # report whatever JAX raised
         print(f"JAX, layer with the contracting axis sharded: {type(error).__name__}")
     return times
 

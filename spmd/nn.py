@@ -72,6 +72,21 @@ def _axes(name: str, axis: Axis, x: Any) -> tuple[int, ...]:
     return normalize_axes(axis, aval.ndim, f"spmd.nn.{name}", str(aval))
 
 
+def _max(x: Any, axes: tuple[int, ...]) -> Any:
+    """The max of ``x`` over ``axes`` (kept, size 1), a stabilizing shift; 0 where an axis is
+    empty, which JAX's ``max(..., initial=-inf)`` gives too once the shift drops non-finite
+    values (and the result, a sum over nothing, is empty or -inf whatever the shift)."""
+    aval = aval_of(x)
+    if all(aval.shape[axis] for axis in axes):
+        return snp.max(x, axis=axes, keepdims=True)
+    return snp.zeros([1 if d in axes else n for d, n in enumerate(aval.shape)], aval.dtype)
+
+
+def _inexact(x: Any) -> Any:
+    """``x``, with bools and integers converted to float64 (floats and complex kept)."""
+    return x if aval_of(x).dtype.kind in "fc" else snp.astype(x, np.float64)
+
+
 def sigmoid(x: Any) -> Any:
     """Logistic sigmoid ``1 / (1 + exp(-x))``, without overflow. Example: ``sigmoid(x)``."""
     e = snp.exp(-snp.abs(x))
@@ -87,7 +102,10 @@ def gelu(x: Any, approximate: bool = True) -> Any:
     """Gaussian error linear unit; the tanh approximation unless ``approximate=False``.
 
     Example: ``spmd.nn.gelu(x, approximate=False)`` is ``x * Phi(x)`` computed with erfc.
+    Bools and integers are promoted to float64 first in either form, as jax.nn.gelu promotes
+    them to its default float (spmd's is NumPy's, float64).
     """
+    x = _inexact(x)
     if approximate:  # 0.5 * (1 + tanh(u)) is sigmoid(2u), which keeps its accuracy for x << 0
         inner = math.sqrt(2 / math.pi) * (x + 0.044715 * (x**3))
         return x * sigmoid(2 * inner)
@@ -100,14 +118,14 @@ def softmax(x: Any, axis: Axis = -1) -> Any:
     Example: ``spmd.nn.softmax(logits, axis=-1)``.
     """
     axes = _axes("softmax", axis, x)
-    unnormalized = snp.exp(x - snp.max(x, axis=axes, keepdims=True))
+    unnormalized = snp.exp(x - _max(x, axes))
     return unnormalized / snp.sum(unnormalized, axis=axes, keepdims=True)
 
 
 def log_softmax(x: Any, axis: Axis = -1) -> Any:
     """``x - logsumexp(x)`` along ``axis``. Example: ``spmd.nn.log_softmax(logits)``."""
     axes = _axes("log_softmax", axis, x)
-    shifted = x - snp.max(x, axis=axes, keepdims=True)
+    shifted = x - _max(x, axes)
     return shifted - snp.log(snp.sum(snp.exp(shifted), axis=axes, keepdims=True))
 
 
@@ -117,7 +135,7 @@ def logsumexp(a: Any, axis: Axis = None, keepdims: bool = False) -> Any:
     Example: ``spmd.nn.logsumexp(x, axis=1)``. An all ``-inf`` slice gives ``-inf``.
     """
     axes = _axes("logsumexp", axis, a)
-    amax = snp.max(a, axis=axes, keepdims=True)
+    amax = _max(a, axes)
     amax = snp.where(snp.isfinite(amax), amax, 0)
     total = snp.sum(snp.exp(a - amax), axis=axes, keepdims=keepdims)
     return snp.log(total) + (amax if keepdims else snp.squeeze(amax, axes))

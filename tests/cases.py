@@ -1186,23 +1186,12 @@ def _nn():
         add("nn." + name, nn_call(name), *shapes, dtypes=_keep(DTYPES, rejects), **kw)
         if rejects:
             add("nn." + name, nn_call(name), ((3,),), dtypes=rejects, error=SpmdTypeError, **kw)
+    # Both forms take bools, as integers, in float64 (jax.nn.gelu promotes both to a float).
     add(
         "nn.gelu",
         nn_call("gelu", approximate=False),
         *shapes,
         label="approximate=False",
-        dtypes=NUMBERS,
-        **kw,
-    )
-    # The erf form negates x, and bools have no negative (the tanh form takes them).
-    add(
-        "nn.gelu",
-        nn_call("gelu", approximate=False),
-        ((3,),),
-        label="approximate=False",
-        dtypes=BOOL,
-        error=SpmdTypeError,
-        numpy_too=False,
         **kw,
     )
     add(
@@ -1297,23 +1286,7 @@ def cases_for(*, names=None, family=None, dtype=None, errors=False) -> list[Case
 
 # Rows spmd gets wrong today: (row id, dtype name or None for every dtype) -> the bug. Each
 # runs on its own, marked xfail(strict=True), so fixing the bug means deleting its entry.
-_EMPTY_NN = "spmd.nn reduces with max, which rejects an empty axis; JAX gives {}"
-KNOWN_BUGS: dict[str, tuple[tuple, str]] = {  # row id: (the dtypes it fails on, the bug)
-    "power[x**2]@2x3": (BOOL, "bool ** 2 is int64; NumPy 2 gives int8"),
-    "power[x**2]@()": (BOOL, "bool ** 2 is int64; NumPy 2 gives int8"),
-    "round[bool]@2x3": (BOOL, "RuntimeError: computed float16 but its shape rule promised bool"),
-    "around[bool]@2x3": (BOOL, "RuntimeError: computed float16 but its shape rule promised bool"),
-    "round[1,rejects]@2x3": (BOOL, "NumPy's UFuncTypeError leaks out, not SpmdTypeError"),
-    "arange[3,rejects]@()": (BOOL, "NumPy's TypeError leaks out, not SpmdTypeError"),
-    "full[(2,3),x]@()": (DTYPES, "jit: full(shape, traced fill) raises TracerBoolConversionError"),
-    "full[(2,3),x]@3": (DTYPES, "jit: full(shape, traced fill) raises TracerBoolConversionError"),
-    "full_like[x,fill]@2x3,()": (DTYPES, "jit: full_like(x, traced fill): no 'numpy.copyto'"),
-    "nn.softmax[axis=1]@2x0x3": (NUMBERS, _EMPTY_NN.format("an empty array")),
-    "nn.log_softmax[axis=1]@2x0x3": (NUMBERS, _EMPTY_NN.format("an empty array")),
-    "nn.logsumexp[]@0": (DTYPES, _EMPTY_NN.format("-inf")),
-    "nn.logsumexp[axis=None,keepdims=False]@2x0x3": (DTYPES, _EMPTY_NN.format("-inf")),
-    "nn.logsumexp[axis=None,keepdims]@2x0x3": (DTYPES, _EMPTY_NN.format("-inf")),
-}
+KNOWN_BUGS: dict[str, tuple[tuple, str]] = {}  # row id: (the dtypes it fails on, the bug)
 
 
 # Rounding upstream can flip these (floor, comparisons, branches): random programs skip them.

@@ -54,3 +54,30 @@ def test_gelu_approximation_is_the_tanh_formula():
     tanh_form = 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x**3)))
     np.testing.assert_allclose(np.asarray(nn.gelu(x)), tanh_form, rtol=1e-12, atol=1e-15)
     assert not np.allclose(np.asarray(nn.gelu(x, approximate=False)), tanh_form, rtol=1e-5)
+
+
+def test_empty_axes_give_what_jax_gives():
+    for dtype in (np.float32, np.float64, np.int32):
+        x = np.zeros((2, 0, 3), dtype)
+        for fn in (nn.softmax, nn.log_softmax):
+            for result in (fn(x, axis=1), spmd.jit(lambda a, fn=fn: fn(a, axis=1))(x)):
+                assert result.shape == (2, 0, 3)
+                assert result.dtype == (np.float32 if dtype == np.float32 else np.float64)
+    for x in (np.zeros(0, np.float32), np.zeros((2, 0, 3), np.float32)):
+        for result in (nn.logsumexp(x), spmd.jit(nn.logsumexp)(x)):
+            assert result.dtype == np.float32 and np.asarray(result).tolist() == -np.inf
+    keep = nn.logsumexp(np.zeros((2, 0, 3)), axis=1, keepdims=True)
+    assert keep.shape == (2, 1, 3) and np.all(np.asarray(keep) == -np.inf)
+
+
+def test_gelu_takes_bools_in_both_forms_as_floats():
+    x = np.array([True, False])
+    for approximate in (True, False):
+        expected = nn.gelu(x.astype(np.float64), approximate=approximate)
+        for result in (
+            nn.gelu(x, approximate=approximate),
+            nn.gelu(spmd.device_put(x), approximate=approximate),
+            spmd.jit(lambda a, approximate=approximate: nn.gelu(a, approximate))(x),
+        ):
+            assert result.dtype == np.float64
+            np.testing.assert_array_equal(np.asarray(result), np.asarray(expected))

@@ -41,7 +41,10 @@ class ArrayMethods:
     __truediv__, __rtruediv__ = _binary("true_divide"), _binary("true_divide", True)
     __floordiv__, __rfloordiv__ = _binary("floor_divide"), _binary("floor_divide", True)
     __mod__, __rmod__ = _binary("remainder"), _binary("remainder", True)
-    __pow__, __rpow__ = _binary("power"), _binary("power", True)
+    __rpow__ = _binary("power", True)
+
+    def __pow__(self, other):  # ``x ** 2`` is NumPy's square: bools give int8, not int64
+        return _snp().elementwise._power_operator(self, other)
     __matmul__, __rmatmul__ = _binary("matmul"), _binary("matmul", True)
     __and__, __rand__ = _binary("bitwise_and"), _binary("bitwise_and", True)
     __or__, __ror__ = _binary("bitwise_or"), _binary("bitwise_or", True)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 
 from spmd.core.aval import check_dtype
+from spmd.errors import ShapeError, SpmdTypeError
 from spmd.runtime.put import device_put, host_array
 
 
@@ -43,7 +45,29 @@ def ones(shape: Any, dtype: Any = float):
 
 
 def full(shape: Any, fill_value: Any, dtype: Any = None):
-    return _put(np.full(shape, fill_value, None if dtype is None else check_dtype(dtype)))
+    """``numpy.full``: ``fill_value`` (a scalar, or an array that broadcasts) over ``shape``.
+
+    An spmd Array or traced fill becomes ``broadcast_to(asarray(fill_value, dtype), shape)``, as
+    in JAX, so ``jit(lambda x: full((2, 3), x))`` works; the dtype is NumPy's (the fill's).
+    """
+    from spmd.core.trace import Tracer, aval_of
+    from spmd.runtime.array import Array
+
+    dtype = None if dtype is None else check_dtype(dtype)
+    if not isinstance(fill_value, (Array, Tracer)):
+        return _put(np.full(shape, fill_value, dtype))
+    from spmd.numpy.shape import astype, broadcast_to
+
+    aval = aval_of(fill_value)
+    if dtype is not None or aval.weak_type:  # NumPy's full gives a strong (concrete) dtype
+        fill_value = astype(fill_value, aval.dtype if dtype is None else dtype)
+    try:
+        return broadcast_to(fill_value, shape)
+    except ShapeError as error:
+        raise ShapeError(
+            f"spmd.numpy.full: fill_value {aval} does not fit shape {shape!r}; it must broadcast "
+            f"to the shape ({error})"
+        ) from None
 
 
 def empty(shape: Any, dtype: Any = float):
@@ -58,25 +82,50 @@ def _like(a: Any):
 
 def zeros_like(a: Any, dtype: Any = None):
     aval = _like(a)
-    return zeros(aval.shape, dtype or aval.dtype)
+    return zeros(aval.shape, aval.dtype if dtype is None else dtype)
 
 
 def ones_like(a: Any, dtype: Any = None):
     aval = _like(a)
-    return ones(aval.shape, dtype or aval.dtype)
+    return ones(aval.shape, aval.dtype if dtype is None else dtype)
 
 
 def full_like(a: Any, fill_value: Any, dtype: Any = None):
+    """``numpy.full_like``: ``fill_value`` (traced or not) in the shape and dtype of ``a``."""
     aval = _like(a)
-    return full(aval.shape, fill_value, dtype or aval.dtype)
+    return full(aval.shape, fill_value, aval.dtype if dtype is None else dtype)
 
 
 def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None):
     """``numpy.arange``. Example: ``spmd.numpy.arange(32)``."""
     if stop is None:
         start, stop = 0, start
+    step = 1 if step is None else step
     dtype = None if dtype is None else check_dtype(dtype)
-    return _put(np.arange(start, stop, 1 if step is None else step, dtype=dtype))
+    try:
+        return _put(np.arange(start, stop, step, dtype=dtype))
+    except TypeError as error:
+        call = f"arange({start!r}, {stop!r}, {step!r}"
+        if dtype == np.bool_:
+            raise SpmdTypeError(
+                f"spmd.numpy.{call}, dtype=bool): a bool range holds at most 2 values "
+                f"(False, True), as in NumPy, and this one has {_length(start, stop, step)}. "
+                f"Make an integer range and compare it instead, e.g. arange(n) % 2 == 1, or "
+                f"convert it with arange(n).astype(bool)."
+            ) from None
+        raise SpmdTypeError(
+            f"spmd.numpy.{call}{'' if dtype is None else f', dtype={dtype}'}): "
+            f"{str(error).rstrip('.')}. "
+            f"start, stop and step must be Python or NumPy numbers."
+        ) from None
+
+
+def _length(start: Any, stop: Any, step: Any) -> str:
+    """How many values ``arange(start, stop, step)`` has, as text ("more than 2" if unknown)."""
+    try:
+        return str(max(0, math.ceil((stop - start) / step)))
+    except (TypeError, ValueError, ZeroDivisionError, OverflowError):
+        return "more than 2"
 
 
 def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, dtype: Any = None):

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
+from spmd.core.trace import aval_of
 from spmd.prims.elementwise import BINARY, UNARY, round_p, where_p
 
 
@@ -34,6 +37,19 @@ globals().update({name: _binary(name) for name in BINARY})
 divide = true_divide  # noqa: F821
 absolute = abs
 mod = remainder  # noqa: F821
+
+
+def _power_operator(x: Any, y: Any):
+    """``x ** y`` as ``numpy.ndarray.__pow__`` computes it, for ``Array.__pow__``.
+
+    NumPy takes ``x ** 2`` (an exact Python int 2) for ``square(x)``: the same dtype as
+    ``power(x, 2)`` except for bools, where square gives int8 and power int64 (NEP 50).
+    """
+    if type(y) is int and y == 2 and aval_of(x).dtype == np.bool_:
+        from spmd.numpy.shape import astype
+
+        return power(astype(x, np.int8), 2)  # noqa: F821
+    return power(x, y)  # noqa: F821
 
 
 def where(condition: Any, x: Any, y: Any):

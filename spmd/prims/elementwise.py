@@ -77,7 +77,7 @@ def _round_shape(x: ShapedArray, *, decimals: int) -> ShapedArray:
         return ShapedArray(x.shape, x.dtype)
     if decimals != 0:
         raise SpmdTypeError(
-            f"spmd.numpy.round: cannot round {x} to decimals={decimals}: NumPy rounds bools "
+            f"spmd.numpy.round: cannot round a {x} to decimals={decimals}: NumPy rounds bools "
             f"only with decimals=0 (to float16), as True and False have no decimal places. "
             f"Convert first, e.g. round(x.astype(np.float32), {decimals}), or drop decimals."
         )
