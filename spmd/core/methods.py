@@ -45,6 +45,7 @@ class ArrayMethods:
 
     def __pow__(self, other):  # ``x ** 2`` is NumPy's square: bools give int8, not int64
         return _snp().elementwise._power_operator(self, other)
+
     __matmul__, __rmatmul__ = _binary("matmul"), _binary("matmul", True)
     __and__, __rand__ = _binary("bitwise_and"), _binary("bitwise_and", True)
     __or__, __ror__ = _binary("bitwise_or"), _binary("bitwise_or", True)

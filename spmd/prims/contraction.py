@@ -116,8 +116,11 @@ def einsum_factors(*, subscripts: str) -> tuple[str, tuple[str, ...]]:
 
 
 def einsum_sharding(ins, outs, *, subscripts: str) -> Factors:
-    """Factors are the labels; contracted ones leave a pending sum where they are split."""
+    """Factors are the labels; contracted ones leave a pending sum where they are split (on
+    booleans a pending ``or``, which no other equation may carry on: it is not linear)."""
     spec, _ = einsum_factors(subscripts=subscripts)
+    if outs[0].dtype.kind == "b":
+        return parse_factors(spec, [a.shape for a in ins], reduce="or")
     return parse_factors(spec, [a.shape for a in ins], reduce="sum", linear="one")
 
 

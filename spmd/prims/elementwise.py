@@ -59,7 +59,8 @@ def elementwise(name: str, ufunc: np.ufunc) -> Primitive:
         return ShapedArray(broadcast_shape(name, avals), _ufunc_dtype(name, ufunc, avals))
 
     def impl(xp, *args, out=None):
-        return getattr(xp, ufunc.__name__)(*args, out=out)
+        fn = getattr(xp, ufunc.__name__)
+        return fn(*args) if out is None else fn(*args, out=out)
 
     sharding = broadcasting(LINEAR.get(name))
     return Primitive(name, Rules(shape=shape, impl=impl, sharding=sharding, writes_into=True))

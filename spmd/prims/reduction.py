@@ -116,11 +116,12 @@ def _identity_when_empty(name: str):
 
 def one_axis_sharding(ins, outs, *, axis: int | None, **params) -> Factors:
     """argmax, argmin and cumsum along ``axis`` (None: the flattened array): the axis is
-    blocked (its shards would need combining), every other dimension passes through."""
+    blocked (its shards would need combining), every other dimension passes through. A 0-d
+    operand (where NumPy accepts axis 0 or -1) is taken as flattened."""
     (x,) = ins
     names = [f"d{i}" for i in range(x.ndim)]
     sizes = dict(zip(names, x.shape, strict=True))
-    if axis is None:
+    if axis is None or x.ndim == 0:
         sizes["out"] = outs[0].size
         out = tuple(("out",) if d != 1 else () for d in outs[0].shape)
         return Factors((tuple((f,) for f in names),), (out,), sizes, blocked=frozenset(sizes))

@@ -85,7 +85,7 @@ class InProcessCommunicator:
     def _reduce(members: Sequence[np.ndarray], combine) -> np.ndarray:
         """``combine`` over ``members``, split by rows across the pool's threads."""
         first = np.asarray(members[0])
-        result = np.array(first, copy=True)
+        result = np.array(first, copy=True, order="C")  # C order: ``target`` below is a view
         if len(members) == 1:
             return result
         flat = [np.asarray(m).reshape(-1) for m in members]

@@ -17,7 +17,15 @@ from spmd.core.primitive import Primitive
 from spmd.core.program import Equation, Literal, Program, Var
 from spmd.sharding.mesh import Mesh
 from spmd.sharding.reshard import cost
-from spmd.sharding.rules import Decision, Factors, ValueSharding, solve
+from spmd.sharding.rules import (
+    Decision,
+    Factors,
+    ValueSharding,
+    make_valid,
+    project,
+    solve,
+    split_dim,
+)
 
 MAX_ROUNDS = 8
 
@@ -124,13 +132,17 @@ def _apply_refinements(eqn, decision: Decision, refined: dict, mesh, operands) -
     if factors.reduced or factors.blocked:
         return decision
     (want,) = wants
+    axis_sizes = dict(mesh.shape)
     assignment = {}
     for axes, dim in zip(want.dims, factors.results[0], strict=True):
-        if axes and len(dim) == 1:
-            assignment[dim[0]] = axes
+        if axes and dim:
+            assignment.update(split_dim(axes, dim, factors, axis_sizes))
+    assignment = make_valid(assignment, factors, axis_sizes)
+    if tuple(project(dim, assignment) for dim in factors.results[0]) != want.dims:
+        return decision  # the factors cannot carry that layout (a merged dimension)
     wanted_operands = []
     for k, dims in enumerate(factors.operands):
-        split = tuple(tuple(a for f in dim for a in assignment.get(f, ())) for dim in dims)
+        split = tuple(project(dim, assignment) for dim in dims)
         have = operands[k]
         if have is not None and (have.pending or not _refines(have.dims, split)):
             return decision  # the operand would have to move: keep the forward choice

@@ -75,9 +75,24 @@ def _block_bytes(mesh: Mesh, shape: tuple[int, ...], itemsize: int, dims: Dims) 
     return sum(math.prod(layout.block_shape(b)) for b in layout.blocks) * itemsize
 
 
+def _nested(mesh: Mesh, shape: tuple[int, ...], coarse: Dims, fine: Dims) -> bool:
+    """Whether every device's block of ``fine`` lies inside its block of ``coarse``, so that
+    it can cut it out of what it holds (uneven splits can break this: 5 split 2 ways holds
+    [0, 3) and [3, 5), split 4 ways [0, 2), [2, 4), ...)."""
+    if coarse == fine:
+        return True
+    src, dst = value_layout(mesh, coarse, shape), value_layout(mesh, fine, shape)
+    for have, want in zip(src.blocks, dst.blocks, strict=True):
+        for (o, e), (a, b) in zip(src.bounds(have), dst.bounds(want), strict=True):
+            if a < b and not o <= a <= b <= e:
+                return False
+    return True
+
+
 def _resolve(mesh, shape, itemsize, src: ValueSharding, dst: ValueSharding, steps) -> ValueSharding:
     """Combine ``src``'s partial values: a reduce-scatter when ``dst`` splits every pending
-    axis onto dimensions that otherwise match, an all-reduce otherwise."""
+    axis onto dimensions that otherwise match (and each device's new block lies inside its
+    old one), an all-reduce otherwise."""
     pending = set(src.pending)
     k = math.prod(mesh.shape[a] for a in src.pending)
     scattered = []
@@ -89,7 +104,7 @@ def _resolve(mesh, shape, itemsize, src: ValueSharding, dst: ValueSharding, step
             scattered.append(have)
     placed = {a for dim in scattered for a in dim} & pending
     total = _block_bytes(mesh, shape, itemsize, src.dims)
-    if placed == pending:
+    if placed == pending and _nested(mesh, shape, src.dims, tuple(scattered)):
         result = ValueSharding(tuple(scattered))
         moved = total * (k - 1) // k
         steps.append(Step("reduce-scatter", src.pending, src, result, moved))
@@ -104,48 +119,67 @@ def _moved_bytes(mesh, shape, itemsize, a: Dims, b: Dims) -> int:
     return plan_transfer(src, dst, itemsize).bytes_moved
 
 
+def _axes_in_order(mesh: Mesh, axes: set[str]) -> tuple[str, ...]:
+    return tuple(x for x in mesh.axis_names if x in axes)
+
+
 def _move(mesh, shape, itemsize, src: ValueSharding, dst: ValueSharding) -> list[Step]:
     """Steps between splits (no pending change): gather the axes ``dst`` drops, move the ones
-    it puts elsewhere, then slice locally for the ones it adds."""
+    it puts elsewhere, then slice locally for the ones it adds.
+
+    A local slice needs each device's new block inside the block it holds: the added axes
+    must come after the kept ones in each dimension, and uneven blocks must nest. Where they
+    do not, the added axes move with the others (one exchange straight to ``dst``)."""
     a, b = src.dims, dst.dims
     if a == b:
         return []
     in_a = {x for dim in a for x in dim}
     in_b = {x for dim in b for x in dim}
-    moved = set()
-    for have, want in zip(a, b, strict=True):
-        prefix = 0
-        while prefix < min(len(have), len(want)) and have[prefix] == want[prefix]:
-            prefix += 1
-        moved |= (set(have[prefix:]) & in_b) | (set(want[prefix:]) & in_a)
     removed, added = in_a - in_b, in_b - in_a
-    steps = []
     after_gather = _without(a, removed)
+    after_move = _without(b, added)
+    sliceable = all(w[: len(m)] == m for m, w in zip(after_move, b, strict=True))
+    if not sliceable or not _nested(mesh, shape, after_move, b):
+        after_move, added = b, set()
+    moved = set()
+    for have, want in zip(after_gather, after_move, strict=True):
+        if have != want:
+            moved |= set(have) | set(want)
+    steps = []
+    pending = (src.pending, src.op)
     if removed:
         nbytes = _moved_bytes(mesh, shape, itemsize, a, after_gather)
-        order = tuple(x for x in mesh.axis_names if x in removed)
         steps.append(
-            Step("all-gather", order, src, ValueSharding(after_gather, src.pending, src.op), nbytes)
+            Step(
+                "all-gather",
+                _axes_in_order(mesh, removed),
+                src,
+                ValueSharding(after_gather, *pending),
+                nbytes,
+            )
         )
-    after_move = _without(b, added)
-    if moved:
-        same_dims = all(set(h) & moved == set(w) & moved for h, w in zip(a, b, strict=True))
+    if after_move != after_gather:
+        same_dims = all(set(h) == set(w) for h, w in zip(after_gather, after_move, strict=True))
         kind = "permute" if same_dims else "all-to-all"
         nbytes = _moved_bytes(mesh, shape, itemsize, after_gather, after_move)
-        order = tuple(x for x in mesh.axis_names if x in moved)
         steps.append(
             Step(
                 kind,
-                order,
-                ValueSharding(after_gather, src.pending, src.op),
-                ValueSharding(after_move, src.pending, src.op),
+                _axes_in_order(mesh, moved),
+                ValueSharding(after_gather, *pending),
+                ValueSharding(after_move, *pending),
                 nbytes,
             )
         )
     if added:
-        order = tuple(x for x in mesh.axis_names if x in added)
         steps.append(
-            Step("local slice", order, ValueSharding(after_move, src.pending, src.op), dst, 0)
+            Step(
+                "local slice",
+                _axes_in_order(mesh, added),
+                ValueSharding(after_move, *pending),
+                dst,
+                0,
+            )
         )
     return steps
 

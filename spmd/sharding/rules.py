@@ -194,7 +194,7 @@ def reshape_factors(in_shape: tuple[int, ...], out_shape: tuple[int, ...]) -> Fa
 Assignment = dict[str, tuple[str, ...]]  # factor → mesh axes splitting it, major to minor
 
 
-def _split_dim(axes: Sequence[str], dim: Dim, factors: Factors, axis_sizes: dict) -> Assignment:
+def split_dim(axes: Sequence[str], dim: Dim, factors: Factors, axis_sizes: dict) -> Assignment:
     """The assignment a dimension split over ``axes`` implies for its factors, as far as it
     holds without moving data: a plain dimension takes every axis (uneven or not); in a
     dimension of several factors, each but the last split one must be split fully and
@@ -256,6 +256,23 @@ def solve(
     moves. Candidates seed the assignment from each operand in turn, then fold in the rest.
     """
     pending_ok = _pending_passes(factors, operands)
+    found = _best(factors, operands, nbytes, axis_sizes, cost, pending_ok)
+    if found is None and pending_ok:  # the partial values would have to move: combine them
+        found = _best(factors, operands, nbytes, axis_sizes, cost, False)
+    if found is None:
+        return _decide(factors, {}, operands, False, axis_sizes, "no operand is on devices")
+    moved, lead, count, decision = found
+    reason = f"follows operand {lead} ({operands[lead]})"
+    if moved:
+        reason += f"; resharding the others moves {moved} bytes, the least of {count} choices"
+    return Decision(decision.operands, decision.results, reason)
+
+
+def _best(factors, operands, nbytes, axis_sizes, cost, pending_ok: bool):
+    """The cheapest decision, as (bytes moved, leading operand, choices, decision); None when
+    no operand is on devices or, with ``pending_ok``, when every choice would move a partial
+    value: partial values may only stay where they are (a collective that copies blocks
+    between devices cannot tell the partials of one reduction group from another's)."""
     proposals = []
     for k, sharding in enumerate(operands):
         if sharding is None:
@@ -263,32 +280,26 @@ def solve(
         proposal: Assignment = {}
         for axes, dim in zip(sharding.dims, factors.operands[k], strict=True):
             if axes and dim:
-                for factor, taken in _split_dim(axes, dim, factors, axis_sizes).items():
+                for factor, taken in split_dim(axes, dim, factors, axis_sizes).items():
                     if factors.splittable(factor):
                         proposal[factor] = taken
         wish = _scatter_wish(factors, k, sharding, axis_sizes) if not pending_ok else {}
         proposals.append((k, proposal, wish))
     if not proposals:
-        return _decide(factors, {}, operands, pending_ok, axis_sizes, "no operand is on devices")
+        return None
     best = None
     for order in _orders(proposals, nbytes):
         assignment = _merge([proposals[i] for i in order], factors, axis_sizes, operands)
         decision = _decide(factors, assignment, operands, pending_ok, axis_sizes, "")
-        moved = sum(
-            cost(k, have, want)
-            for k, (have, want) in enumerate(zip(operands, decision.operands, strict=True))
-            if have is not None and want is not None
-        )
+        pairs = list(zip(operands, decision.operands, strict=True))
+        if pending_ok and any(have is not None and have.pending and want != have
+                              for have, want in pairs):  # fmt: skip
+            continue
+        moved = sum(cost(k, have, want) for k, (have, want) in enumerate(pairs)
+                    if have is not None and want is not None)  # fmt: skip
         if best is None or moved < best[0]:
-            best = (moved, order, decision)
-    moved, order, decision = best
-    lead = proposals[order[0]][0]
-    reason = f"follows operand {lead} ({operands[lead]})"
-    if moved:
-        reason += (
-            f"; resharding the others moves {moved} bytes, the least of {len(proposals)} choices"
-        )
-    return Decision(decision.operands, decision.results, reason)
+            best = (moved, proposals[order[0]][0], len(proposals), decision)
+    return best
 
 
 def _orders(proposals: list, nbytes: Sequence[int]) -> list[list[int]]:
@@ -310,10 +321,10 @@ def _merge(proposals: list, factors: Factors, axis_sizes: dict, operands) -> Ass
             if factor not in assignment and not used & set(axes):
                 assignment[factor] = axes
                 used |= set(axes)
-    return _make_valid(assignment, factors, axis_sizes)
+    return make_valid(assignment, factors, axis_sizes)
 
 
-def _make_valid(assignment: Assignment, factors: Factors, axis_sizes: dict) -> Assignment:
+def make_valid(assignment: Assignment, factors: Factors, axis_sizes: dict) -> Assignment:
     """Drop axes from factors of multi-factor dimensions whose blocks would not line up."""
     changed = True
     while changed:
