@@ -49,11 +49,13 @@ def compile_program(program: Program, xp=np) -> Callable[..., list]:
         names[var] = f"v{len(names)}"
     lines = [f"def run({', '.join(names.values())}):"]
     for i, eqn in enumerate(program.equations):
-        scope[f"impl{i}"] = eqn.primitive.rules.impl
+        rules = eqn.primitive.rules
+        direct = xp is np and rules.ufunc is not None and not eqn.params
+        scope[f"impl{i}"] = rules.ufunc if direct else rules.impl
         scope[f"params{i}"] = eqn.params
         for var in eqn.outputs:
             names[var] = f"v{len(names)}"
-        args = ", ".join(["xp", *(name_of(a) for a in eqn.inputs)])
+        args = ", ".join([*([] if direct else ["xp"]), *(name_of(a) for a in eqn.inputs)])
         call = f"impl{i}({args}, **params{i})" if eqn.params else f"impl{i}({args})"
         outs = ", ".join(names[v] for v in eqn.outputs)
         if eqn.primitive.multiple_results:

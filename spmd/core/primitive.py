@@ -17,8 +17,8 @@ class Rules:
     returns the primitive's ``Factors`` (spmd/sharding/rules.py; None: operands are gathered
     whole); ``local_params(params, in_shapes, out_shapes)`` rewrites shape-valued parameters
     for one device's blocks; ``writes_into`` says ``impl`` takes ``out=`` (a dead operand's
-    buffer of the result's shape and dtype, reused); ``jvp`` and ``transpose`` come with
-    differentiation.
+    buffer of the result's shape and dtype, reused); ``ufunc`` is the NumPy ufunc ``impl``
+    applies, if that is all it does; ``jvp`` and ``transpose`` come with differentiation.
     """
 
     shape: Callable[..., Any]
@@ -26,6 +26,7 @@ class Rules:
     sharding: Callable[..., Any] | None = None
     local_params: Callable[..., dict] | None = None
     writes_into: bool = False
+    ufunc: Any = None  # the NumPy ufunc ``impl`` applies, which NumPy backends may call direct
     jvp: Callable[..., Any] | None = None
     transpose: Callable[..., Any] | None = None
 

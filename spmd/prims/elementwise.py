@@ -63,7 +63,8 @@ def elementwise(name: str, ufunc: np.ufunc) -> Primitive:
         return fn(*args) if out is None else fn(*args, out=out)
 
     sharding = broadcasting(LINEAR.get(name))
-    return Primitive(name, Rules(shape=shape, impl=impl, sharding=sharding, writes_into=True))
+    rules = Rules(shape=shape, impl=impl, sharding=sharding, writes_into=True, ufunc=ufunc)
+    return Primitive(name, rules)
 
 
 def _where_shape(cond: ShapedArray, x: ShapedArray, y: ShapedArray) -> ShapedArray:
