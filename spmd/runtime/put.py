@@ -177,15 +177,18 @@ def adopt(value: np.ndarray, sharding: Sharding, where: Placement, foreign: Sequ
     """
     flags = value.flags
     if flags.writeable:
-        if flags.owndata and not any(value is f for f in foreign):
+        if flags.owndata and all(value is not f for f in foreign):
             flags.writeable = False
         else:
             value = frozen(value)
-    buffers = {}
-    for index, devices in where:
-        buffer = value if index is None else value[index]
-        for device in devices:
-            buffers[device] = buffer
+    if len(where) == 1 and where[0][0] is None:  # the whole value, on its devices
+        buffers = dict.fromkeys(where[0][1], value)
+    else:
+        buffers = {}
+        for index, devices in where:
+            buffer = value if index is None else value[index]
+            for device in devices:
+                buffers[device] = buffer
     return Array._from_buffers(sharding, buffers, value.shape, value.dtype)
 
 

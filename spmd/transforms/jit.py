@@ -115,7 +115,7 @@ class Jitted:
     def trace(self, *args, **kwargs) -> tuple[_Traced, list]:
         """The cached compilation for these arguments (tracing on a miss), and their leaves."""
         flat = not kwargs and not self.static_argnums and not self.static_argnames
-        if flat and all(type(a) in _LEAF_TYPES for a in args):  # skip pytree flattening
+        if flat and _LEAF_TYPES.issuperset(map(type, args)):  # skip pytree flattening
             leaves, key = args, (len(args), *map(_leaf_key, args))
             traced = self._cache.get(key)
             if traced is None:
