@@ -249,7 +249,11 @@ repeat_p = Primitive(
 
 
 def _convert_sharding(ins, outs, *, new_dtype) -> Factors:
-    linear = "one" if ins[0].dtype.kind in "fc" and outs[0].dtype.kind in "fc" else None
+    """A pending sum passes a conversion between inexact dtypes that does not narrow the
+    range: a partial may overflow a narrower one where the sum would not."""
+    source, target = ins[0].dtype, outs[0].dtype
+    inexact = source.kind in "fc" and target.kind in "fc"
+    linear = "one" if inexact and np.finfo(target).max >= np.finfo(source).max else None
     return broadcast_factors([ins[0].shape], outs[0].shape, linear)
 
 

@@ -30,6 +30,7 @@ from spmd.sharding.spec import PartitionSpec
 from spmd.transforms.partition import Compute, FromHost, Partitioned, Reshard
 
 _COMMUNICATOR = InProcessCommunicator()
+_PYTHON_SCALARS = frozenset({bool, int, float, complex})
 
 
 def spec_of(dims) -> PartitionSpec:
@@ -75,8 +76,12 @@ def execute(
         _run_segment(segment, env, mesh.size)
         segment = []
         if isinstance(step, FromHost):
-            value = np.asarray(host[step.host])
-            env[step.var] = [value[s] for s in step.slices]
+            value = host[step.host]
+            if type(value) in _PYTHON_SCALARS:  # keeps its weak type: 2.5 * f32 stays f32
+                env[step.var] = [value] * mesh.size
+            else:
+                value = np.asarray(value)
+                env[step.var] = [value[s] for s in step.slices]
         else:
             env[step.dst] = _reshard(step, env[step.src], mesh, comm)
         _drop(env, last_use, index)
@@ -102,6 +107,11 @@ def _as_array(sharding: NamedSharding, buffers: list, aval, mesh) -> Array:
     owned = {}
     for device, buffer in zip(mesh.devices.flat, buffers, strict=True):
         buffer = np.asarray(buffer)
+        if buffer.dtype != aval.dtype:
+            raise RuntimeError(
+                f"internal error: a device computed {buffer.dtype}{list(buffer.shape)} for "
+                f"{aval}; please report this."
+            )
         if buffer.flags.writeable:
             if not buffer.flags.owndata and buffer.base is not None:
                 buffer = buffer.copy()  # a view of something someone else may write to
@@ -140,6 +150,8 @@ def _reuse_plan(part: Partitioned, last_use: dict[Var, int]) -> dict[int, int]:
     made_fresh: dict[Var, ValueSharding] = {}
     viewed: set[Var] = set()
     for step in part.steps:
+        if isinstance(step, Reshard):  # its result may be slices of its source's buffers
+            viewed.add(step.src)
         if not isinstance(step, Compute):
             continue
         writes = step.eqn.primitive.rules.writes_into

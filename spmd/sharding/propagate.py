@@ -10,8 +10,11 @@ that way, which frees work downstream of it; the two passes repeat to a fixed po
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+
+import numpy as np
 
 from spmd.core.primitive import Primitive
 from spmd.core.program import Equation, Literal, Program, Var
@@ -114,12 +117,31 @@ def _forward(program, mesh, constraint, result: Propagation, refined: dict) -> N
                 aval = eqn.inputs[k].aval
                 return cost(mesh, aval.shape, aval.dtype.itemsize, have, want)
 
-            decision = solve(factors_of(eqn), operands, nbytes, axis_sizes, moved)
+            factors = _exactly_linear(eqn, factors_of(eqn), operands)
+            decision = solve(factors, operands, nbytes, axis_sizes, moved)
             decision = _apply_refinements(eqn, decision, refined, mesh, operands)
         result.decisions[index] = decision
         for var, sharding in zip(eqn.outputs, decision.results, strict=True):
             result.shardings[var] = sharding
             result.reasons[var] = f"{eqn.primitive.name} {decision.reason}"
+
+
+def _exactly_linear(eqn: Equation, factors: Factors, operands) -> Factors:
+    """``factors``, no longer letting a pending sum through where that would not be exact.
+
+    Partial values pass a product or quotient by finite, non-zero constants exactly, but not
+    one by a traced operand: an infinity there meets a partial that is 0 (a device whose
+    block is empty, or whose terms cancel) and gives NaN where the whole sum gives
+    infinity, and so does a zero divisor. Such equations take the combined value."""
+    if factors.linear not in ("one", "first") or len(eqn.inputs) == 1:
+        return factors
+    for atom, sharding in zip(eqn.inputs, operands, strict=True):
+        if sharding is not None and sharding.pending:
+            continue
+        constant = isinstance(atom, Literal) and np.ndim(atom.value) == 0
+        if not constant or not np.isfinite(atom.value) or atom.value == 0:
+            return dataclasses.replace(factors, linear=None)
+    return factors
 
 
 def _apply_refinements(eqn, decision: Decision, refined: dict, mesh, operands) -> Decision:

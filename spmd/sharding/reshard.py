@@ -65,8 +65,12 @@ def plan(
     current = src
     if src.pending and (dst.pending, dst.op) != (src.pending, src.op):
         current = _resolve(mesh, shape, itemsize, src, dst, steps)
-    steps += _move(mesh, shape, itemsize, current, dst)
-    return tuple(steps)
+    moves = _move(mesh, shape, itemsize, current, dst)
+    if current.pending and any(step.is_collective for step in moves):
+        # A collective copies blocks from any device holding them, but partial values of
+        # one block differ across the pending axes: the solver keeps partials in place.
+        raise ValueError(f"internal error: cannot move partial values from {src} to {dst}")
+    return tuple(steps + moves)
 
 
 def _block_bytes(mesh: Mesh, shape: tuple[int, ...], itemsize: int, dims: Dims) -> int:
@@ -129,7 +133,7 @@ def _move(mesh, shape, itemsize, src: ValueSharding, dst: ValueSharding) -> list
 
     A local slice needs each device's new block inside the block it holds: the added axes
     must come after the kept ones in each dimension, and uneven blocks must nest. Where they
-    do not, the added axes move with the others (one exchange straight to ``dst``)."""
+    do not, one exchange goes straight to ``dst``."""
     a, b = src.dims, dst.dims
     if a == b:
         return []
@@ -139,49 +143,37 @@ def _move(mesh, shape, itemsize, src: ValueSharding, dst: ValueSharding) -> list
     after_gather = _without(a, removed)
     after_move = _without(b, added)
     sliceable = all(w[: len(m)] == m for m, w in zip(after_move, b, strict=True))
-    if not sliceable or not _nested(mesh, shape, after_move, b):
-        after_move, added = b, set()
-    moved = set()
-    for have, want in zip(after_gather, after_move, strict=True):
-        if have != want:
-            moved |= set(have) | set(want)
+    if added and not (sliceable and _nested(mesh, shape, after_move, b)):
+        return [_exchange(mesh, shape, itemsize, src, dst)]
     steps = []
-    pending = (src.pending, src.op)
     if removed:
+        gathered = ValueSharding(after_gather, src.pending, src.op)
         nbytes = _moved_bytes(mesh, shape, itemsize, a, after_gather)
-        steps.append(
-            Step(
-                "all-gather",
-                _axes_in_order(mesh, removed),
-                src,
-                ValueSharding(after_gather, *pending),
-                nbytes,
-            )
-        )
+        steps.append(Step("all-gather", _axes_in_order(mesh, removed), src, gathered, nbytes))
     if after_move != after_gather:
-        same_dims = all(set(h) == set(w) for h, w in zip(after_gather, after_move, strict=True))
-        kind = "permute" if same_dims else "all-to-all"
-        nbytes = _moved_bytes(mesh, shape, itemsize, after_gather, after_move)
         steps.append(
-            Step(
-                kind,
-                _axes_in_order(mesh, moved),
-                ValueSharding(after_gather, *pending),
-                ValueSharding(after_move, *pending),
-                nbytes,
+            _exchange(
+                mesh,
+                shape,
+                itemsize,
+                ValueSharding(after_gather, src.pending, src.op),
+                ValueSharding(after_move, src.pending, src.op),
             )
         )
     if added:
-        steps.append(
-            Step(
-                "local slice",
-                _axes_in_order(mesh, added),
-                ValueSharding(after_move, *pending),
-                dst,
-                0,
-            )
-        )
+        held = ValueSharding(after_move, src.pending, src.op)
+        steps.append(Step("local slice", _axes_in_order(mesh, added), held, dst, 0))
     return steps
+
+
+def _exchange(mesh, shape, itemsize, src: ValueSharding, dst: ValueSharding) -> Step:
+    """One exchange of blocks: a permute where every dimension keeps its set of axes (only
+    their order changes), an all-to-all otherwise."""
+    pairs = list(zip(src.dims, dst.dims, strict=True))
+    moved = {x for have, want in pairs if have != want for x in (*have, *want)}
+    kind = "permute" if all(set(h) == set(w) for h, w in pairs) else "all-to-all"
+    nbytes = _moved_bytes(mesh, shape, itemsize, src.dims, dst.dims)
+    return Step(kind, _axes_in_order(mesh, moved), src, dst, nbytes)
 
 
 def cost(mesh: Mesh, shape: tuple[int, ...], itemsize: int, src, dst) -> int:
