@@ -90,7 +90,8 @@ def _inexact(x: Any) -> Any:
 def sigmoid(x: Any) -> Any:
     """Logistic sigmoid ``1 / (1 + exp(-x))``, without overflow. Example: ``sigmoid(x)``."""
     e = snp.exp(-snp.abs(x))
-    return snp.where(x >= 0, 1 / (1 + e), e / (1 + e))
+    r = 1 / (1 + e)
+    return snp.where(x >= 0, r, e * r)
 
 
 def relu(x: Any) -> Any:

@@ -10,12 +10,13 @@ last use, so their memory returns while the program runs.
 from __future__ import annotations
 
 import contextlib
+import functools
 import weakref
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController
 
 from spmd.core.program import Literal, Var
 from spmd.runtime.array import Array
@@ -31,6 +32,12 @@ from spmd.transforms.partition import Compute, FromHost, Partitioned, Reshard
 
 _COMMUNICATOR = InProcessCommunicator()
 _PYTHON_SCALARS = frozenset({bool, int, float, complex})
+
+
+@functools.cache
+def _blas() -> ThreadpoolController:
+    """The process's BLAS libraries, found once (looking them up costs a third of a ms)."""
+    return ThreadpoolController()
 
 
 def spec_of(dims) -> PartitionSpec:
@@ -210,7 +217,7 @@ def _run_segment(segment: list[tuple[Compute, int | None]], env: dict, count: in
     parallel = nbytes >= INLINE_BYTES and count > 1 and worker_count() > 1
     contracts = any(step.eqn.primitive.name == "einsum" for step, _ in segment)
     limit = max(1, worker_count() // count)
-    guard = threadpool_limits(limit, user_api="blas") if parallel and contracts else None
+    guard = _blas().limit(limits=limit, user_api="blas") if parallel and contracts else None
     with guard if guard is not None else contextlib.nullcontext():
         parallel_map(run, range(count), nbytes if parallel else 0)
 
