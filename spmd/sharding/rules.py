@@ -264,7 +264,8 @@ def solve(
     moved, lead, count, decision = found
     reason = f"follows operand {lead} ({operands[lead]})"
     if moved:
-        reason += f"; resharding the others moves {moved} bytes, the least of {count} choices"
+        choices = f", the least of {count} layouts tried" if count > 1 else ""
+        reason += f"; bringing its operands there moves {moved} bytes{choices}"
     return Decision(decision.operands, decision.results, reason)
 
 

@@ -94,8 +94,7 @@ def partition(
             if isinstance(atom, Literal):
                 inputs.append(atom)
             else:
-                why = f"operand {k} of {eqn.primitive.name}: {decision.reason}"
-                inputs.append(builder.get(atom, want, why))
+                inputs.append(builder.get(atom, want, f"{eqn.primitive.name} (operand {k})"))
         params = builder.local_params(eqn, inputs, decision.results)
         part.steps.append(Compute(eqn, tuple(inputs), tuple(eqn.outputs), decision.results, params))
         for var, sharding in zip(eqn.outputs, decision.results, strict=True):
@@ -109,8 +108,8 @@ def partition(
         if isinstance(atom, Literal):
             part.outputs.append((atom, want))
             continue
-        why = f"output {i} " + ("is wanted so" if target is not None else "needs its full value")
-        part.outputs.append((builder.get(atom, want, why), want))
+        who = f"output {i}" + (" (out_shardings)" if target is not None else "")
+        part.outputs.append((builder.get(atom, want, who), want))
     return part
 
 
@@ -123,7 +122,7 @@ class _Builder:
         }
         self.versions: dict[tuple[Var, ValueSharding], Var] = {}
 
-    def get(self, var: Var, want: ValueSharding, why: str) -> Var:
+    def get(self, var: Var, want: ValueSharding, who: str) -> Var:
         """``var`` laid out as ``want``: itself, or a new value made by slicing or resharding."""
         have = self.have.get(var)
         if have == want:
@@ -139,7 +138,7 @@ class _Builder:
             self.part.steps.append(FromHost(var, new, want, slices))
         else:
             steps = plan(mesh, aval.shape, aval.dtype.itemsize, have, want)
-            self.part.steps.append(Reshard(var, new, steps, why))
+            self.part.steps.append(Reshard(var, new, steps, _why(who, have, want)))
         self.have[new] = want
         self.versions[key] = new
         return new
@@ -164,6 +163,14 @@ class _Builder:
             local(eqn.params, [b[i] for b in in_blocks], [b[i] for b in out_blocks], dtypes)
             for i in range(count)
         )
+
+
+def _why(who: str, have: ValueSharding, want: ValueSharding) -> str:
+    """Why a value is resharded, in words: ``who`` is the equation or output that reads it."""
+    if have.pending and (want.pending, want.op) != (have.pending, have.op):
+        where = f", split as {want.spec_text()}" if any(want.dims) else " on every device"
+        return f"{who} needs the full value, not a pending {have.op}{where}"
+    return f"{who} reads it as {want.spec_text()}, and it lies as {have.spec_text()}"
 
 
 # --- printing ----------------------------------------------------------------------------------
