@@ -1,4 +1,4 @@
-"""Every row of the case table (tests/cases.py) against NumPy, eagerly and under jit.
+"""Every row of the case table (tests/cases/) against NumPy, eagerly and under jit.
 
 One test per (function, dtype) runs all of that function's rows on that dtype and lists every
 row that differs; rows in ``KNOWN_BUGS`` run alone, marked xfail(strict=True).

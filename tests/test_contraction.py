@@ -1,4 +1,4 @@
-"""Contractions beyond the case table (tests/cases.py): scalars, messages, one einsum primitive."""
+"""Contractions beyond the case table (tests/cases/): scalars, messages, one einsum primitive."""
 
 import itertools
 

@@ -1,4 +1,4 @@
-"""Array creation beyond the case table (tests/cases.py): dtypes spmd does not hold."""
+"""Array creation beyond the case table (tests/cases/): dtypes spmd does not hold."""
 
 import pytest
 

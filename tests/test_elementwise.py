@@ -1,4 +1,4 @@
-"""Elementwise functions beyond the case table (tests/cases.py): scalars, operators, messages."""
+"""Elementwise functions beyond the case table (tests/cases/): scalars, operators, messages."""
 
 import itertools
 

@@ -1,4 +1,4 @@
-"""Indexing beyond the case table (tests/cases.py): jit's clipping, messages, misuse."""
+"""Indexing beyond the case table (tests/cases/): jit's clipping, messages, misuse."""
 
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""spmd.nn beyond the case table (tests/cases.py): overflow, the tutorial's layer, messages."""
+"""spmd.nn beyond the case table (tests/cases/): overflow, the tutorial's layer, messages."""
 
 import math
 import warnings

@@ -6,13 +6,12 @@ random PartitionSpec for each array input (now and then a NumPy input left on th
 sample. The table's small shapes (0, 2, 3, 4, 5 against 2-, 4- and 8-way splits) give uneven
 and empty blocks; a check below keeps them well represented. Results must equal NumPy's, be
 NamedSharding Arrays on the mesh, and every shard must hold its slice of NumPy's result.
-Then: the JAX tutorial's checks, collective counts, resharding plans on random spec pairs,
-partial sums that flow through linear equations, and random sharded programs.
+Then: the JAX tutorial's checks, collective counts, partial sums that flow through linear
+equations, and random sharded programs (resharding plans: tests/test_reshard.py).
 """
 
 from __future__ import annotations
 
-import itertools
 import math
 import os
 import warnings
@@ -26,8 +25,6 @@ import spmd
 import spmd.numpy as snp
 from spmd import Mesh, NamedSharding, P
 from spmd.debug import count_collectives
-from spmd.sharding.reshard import COLLECTIVES, plan
-from spmd.sharding.rules import ValueSharding
 from tests.cases import (
     FAMILIES,
     KNOWN_BUGS,
@@ -367,86 +364,6 @@ def test_reshaping_a_2d_sharded_array_to_1d_moves_nothing():
         "none: every operand already lies where its equation runs"
         in f.lower(put(x, mesh, P("x", "y"))).explain()
     )
-
-
-# ------------------------------------------------------------------ resharding plans
-
-RESHARD_SIZES = (0, 1, 2, 3, 4, 5, 8, 13)
-
-
-def test_resharding_plans_between_random_specs_are_exact():
-    rng = rng_for("reshard")
-    meshes = [mesh_of(m) for m in SHARDED]
-    counts = {"uneven": 0, "empty": 0, "collectives": 0}
-    for _ in range(400):
-        mesh = meshes[rng.integers(len(meshes))]
-        shape = tuple(int(rng.choice(RESHARD_SIZES)) for _ in range(rng.integers(0, 4)))
-        x = np.arange(math.prod(shape), dtype=np.int32).reshape(shape)
-        src, dst = random_spec(rng, mesh, x.ndim), random_spec(rng, mesh, x.ndim)
-        have, want = ValueSharding(src.dims(x.ndim)), ValueSharding(dst.dims(x.ndim))
-        steps = plan(mesh, shape, x.itemsize, have, want)
-        what = (dict(mesh.shape), shape, src, dst, [str(s) for s in steps])
-        if have != want:
-            assert steps and steps[0].src == have and steps[-1].dst == want, what
-        for first, second in itertools.pairwise(steps):
-            assert first.dst == second.src, what
-        assert all(s.kind in (*COLLECTIVES, "local slice") and s.nbytes >= 0 for s in steps)
-        with count_collectives() as ran:
-            result = spmd.jit(lambda v: v, out_shardings=NamedSharding(mesh, dst))(
-                put(x, mesh, src)
-            )
-        assert ran.total == sum(s.is_collective for s in steps), what
-        assert ran.total == 0 or src.dims(x.ndim) != dst.dims(x.ndim), what
-        assert result.sharding == NamedSharding(mesh, dst), what
-        np.testing.assert_array_equal(np.asarray(result), x, err_msg=str(what))
-        assert_valid_array(result, x, mesh, True, 1)
-        for spec in (src, dst):
-            uneven, empty = splits(mesh, shape, spec)
-            counts["uneven"] += uneven
-            counts["empty"] += empty
-        counts["collectives"] += ran.total
-    assert counts["uneven"] > 150 and counts["empty"] > 80 and counts["collectives"] > 120, counts
-
-
-def test_a_local_slice_only_where_each_block_lies_inside_the_one_held():
-    """5 split 2 ways is [0, 3) [3, 5); split 4 ways [0, 2) [2, 4) [4, 5) [5, 5): the second
-    block is not inside the first, so adding an axis moves data."""
-    mesh = spmd.make_mesh((2, 4), ("x", "y"))
-    have, want = ValueSharding((("x",),)), ValueSharding((("x", "y"),))
-    assert [s.kind for s in plan(mesh, (8,), 8, have, want)] == ["local slice"]
-    kinds = [s.kind for s in plan(mesh, (5,), 8, have, want)]
-    assert "local slice" not in kinds and len(kinds) == 1
-    added_major = ValueSharding((("y", "x"),))
-    assert [s.kind for s in plan(mesh, (8,), 8, have, added_major)] != ["local slice"]
-    x = np.arange(5.0)
-    result = spmd.jit(lambda v: v, out_shardings=NamedSharding(mesh, P(("x", "y"))))(
-        put(x, mesh, P("x"))
-    )
-    assert_valid_array(result, x, mesh, True, 1)
-
-
-def test_pending_sums_resolve_into_random_layouts():
-    """A matmul split on its contracting axis, brought to random out_shardings: all-reduce or
-    reduce-scatter, then moves, on uneven shapes too."""
-    rng = rng_for("pending")
-    meshes = [mesh_of(m) for m in SHARDED]
-    kinds = set()
-    for _ in range(150):
-        mesh = meshes[rng.integers(len(meshes))]
-        m, k, n = (int(rng.choice((1, 2, 3, 5, 8, 13))) for _ in range(3))
-        a = rng.integers(-5, 6, size=(m, k)).astype(np.float64)
-        b = rng.integers(-5, 6, size=(k, n)).astype(np.float64)
-        axes = random_spec(rng, mesh, 1)
-        out = random_spec(rng, mesh, 2)
-        f = spmd.jit(lambda a, b: a @ b, out_shardings=NamedSharding(mesh, out))
-        with count_collectives() as ran:
-            result = f(put(a, mesh, P(None, *axes)), put(b, mesh, P(*axes)))
-        kinds |= set(ran)
-        what = (dict(mesh.shape), (m, k, n), axes, out)
-        np.testing.assert_array_equal(np.asarray(result), a @ b, err_msg=str(what))
-        assert result.sharding == NamedSharding(mesh, out), what
-        assert_valid_array(result, a @ b, mesh, True, 1)
-    assert {"all-reduce", "reduce-scatter"} <= kinds
 
 
 # ------------------------------------------------------------------ programs

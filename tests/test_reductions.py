@@ -1,4 +1,4 @@
-"""Reductions beyond the case table (tests/cases.py): dtypes, identities, messages, methods."""
+"""Reductions beyond the case table (tests/cases/): dtypes, identities, messages, methods."""
 
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""Shape functions beyond the case table (tests/cases.py): scalars, methods, programs, messages."""
+"""Shape functions beyond the case table (tests/cases/): scalars, methods, programs, messages."""
 
 import numpy as np
 import pytest

@@ -1,0 +1,71 @@
+"""The case table: every public spmd.numpy and spmd.nn function, with the inputs it is checked on.
+
+Each row (a :class:`Case`) is plain data: ``fn(m, *arrays)`` runs with ``m = numpy`` (the oracle)
+or ``m = spmd.numpy``, keyword arguments baked in; ``shapes`` gives one shape per array argument;
+``dtypes`` the dtypes the row runs on; ``domain`` what values the inputs hold. A row with
+``error`` says spmd raises that error (eagerly and at trace time) for an input NumPy rejects too.
+
+``tests/test_cases.py`` runs every row eagerly and under ``spmd.jit``; ``make_inputs`` and
+``assert_matches`` are here so other tests (sharded runs, random programs) can reuse the rows.
+"""
+
+from tests.cases.contraction import _contraction
+from tests.cases.creation import _creation
+from tests.cases.elementwise import _elementwise
+from tests.cases.indexing import _indexing, random_index
+from tests.cases.nn import NUMPY_NN, _nn
+from tests.cases.reductions import _reductions
+from tests.cases.select import DISCONTINUOUS, KNOWN_BUGS, cases_for, shape_preserving
+from tests.cases.shape import _shape
+from tests.cases.table import (
+    BOOL,
+    CASES,
+    DOMAINS,
+    DTYPES,
+    FAMILIES,
+    FLOATS,
+    INTS,
+    NO_DTYPE,
+    NUMBERS,
+    RTOL,
+    SHAPES,
+    Case,
+    assert_matches,
+    make_input,
+    make_inputs,
+    numpy_result,
+)
+
+# The rows, family by family, in this order (the modules' imports above are sorted by name).
+_elementwise()
+_reductions()
+_shape()
+_contraction()
+_indexing()
+_creation()
+_nn()
+
+__all__ = [
+    "BOOL",
+    "CASES",
+    "DISCONTINUOUS",
+    "DOMAINS",
+    "DTYPES",
+    "FAMILIES",
+    "FLOATS",
+    "INTS",
+    "KNOWN_BUGS",
+    "NO_DTYPE",
+    "NUMBERS",
+    "NUMPY_NN",
+    "RTOL",
+    "SHAPES",
+    "Case",
+    "assert_matches",
+    "cases_for",
+    "make_input",
+    "make_inputs",
+    "numpy_result",
+    "random_index",
+    "shape_preserving",
+]
