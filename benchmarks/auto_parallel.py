@@ -52,6 +52,34 @@ def inputs() -> dict[str, np.ndarray]:
     }
 
 
+def times(lib, numpy, sigmoid, sharding, spec, grid, line, data: dict) -> dict[str, float]:
+    """Every case for ``lib`` (spmd or jax: both have ``device_put`` and ``jit``); a case the
+    library refuses is reported and left out."""
+
+    def put(name: str, mesh, *entries):
+        return lib.device_put(data[name], sharding(mesh, spec(*entries)))
+
+    x = put("x", grid, "x", "y")
+    batch = [put("lx", line, "x", None), put("w", line), put("b", line)]
+    contracting = [put("lx", line, None, "x"), put("w", line, "x", None), batch[2]]
+    layer = lib.jit(lambda v, w, b: sigmoid(v @ w + b))
+    cases = {
+        "2*sin(x)+1": (lib.jit(lambda v: 2 * numpy.sin(v) + 1), [x]),
+        "x.sum(axis=0)": (lib.jit(lambda v: v.sum(axis=0)), [x]),
+        "layer, batch sharded": (layer, batch),
+        "layer, contracting sharded": (layer, contracting),
+        "tiny cached call": (lib.jit(lambda v: v + 1), [put("tiny", line, "x")]),
+    }
+    results = {}
+    for name, (fn, args) in cases.items():
+        timer = tiny_call_ms if name == "tiny cached call" else median_ms
+        try:  # JAX 0.10 may refuse a contraction over a sharded axis without a hint
+            results[name] = timer(lambda fn=fn, args=args: fn(*args).block_until_ready())
+        except Exception as error:  # report whatever the library raised
+            print(f"{lib.__name__}, {name}: {type(error).__name__}")
+    return results
+
+
 def spmd_times(data: dict) -> dict[str, float]:
     import spmd
     import spmd.numpy as snp
@@ -59,29 +87,7 @@ def spmd_times(data: dict) -> dict[str, float]:
 
     grid = spmd.make_mesh((2, 4), ("x", "y"))
     line = spmd.make_mesh((8,), ("x",))
-    x = spmd.device_put(data["x"], NamedSharding(grid, P("x", "y")))
-    batch = [
-        spmd.device_put(data["lx"], NamedSharding(line, P("x", None))),
-        spmd.device_put(data["w"], NamedSharding(line, P())),
-        spmd.device_put(data["b"], NamedSharding(line, P())),
-    ]
-    contracting = [
-        spmd.device_put(data["lx"], NamedSharding(line, P(None, "x"))),
-        spmd.device_put(data["w"], NamedSharding(line, P("x", None))),
-        batch[2],
-    ]
-    tiny = spmd.device_put(data["tiny"], NamedSharding(line, P("x")))
-    elementwise = spmd.jit(lambda v: 2 * snp.sin(v) + 1)
-    reduction = spmd.jit(lambda v: v.sum(axis=0))
-    layer = spmd.jit(lambda v, w, b: spmd.nn.sigmoid(v @ w + b))
-    add_one = spmd.jit(lambda v: v + 1)
-    return {
-        "2*sin(x)+1": median_ms(lambda: elementwise(x).block_until_ready()),
-        "x.sum(axis=0)": median_ms(lambda: reduction(x).block_until_ready()),
-        "layer, batch sharded": median_ms(lambda: layer(*batch).block_until_ready()),
-        "layer, contracting sharded": median_ms(lambda: layer(*contracting).block_until_ready()),
-        "tiny cached call": tiny_call_ms(lambda: add_one(tiny)),
-    }
+    return times(spmd, snp, spmd.nn.sigmoid, NamedSharding, P, grid, line, data)
 
 
 def jax_times(data: dict) -> dict[str, float] | None:
@@ -95,35 +101,7 @@ def jax_times(data: dict) -> dict[str, float] | None:
     auto = (AxisType.Auto,)
     grid = jax.make_mesh((2, 4), ("x", "y"), axis_types=auto * 2)
     line = jax.make_mesh((8,), ("x",), axis_types=auto)
-    x = jax.device_put(data["x"], NamedSharding(grid, P("x", "y")))
-    batch = [
-        jax.device_put(data["lx"], NamedSharding(line, P("x", None))),
-        jax.device_put(data["w"], NamedSharding(line, P())),
-        jax.device_put(data["b"], NamedSharding(line, P())),
-    ]
-    contracting = [
-        jax.device_put(data["lx"], NamedSharding(line, P(None, "x"))),
-        jax.device_put(data["w"], NamedSharding(line, P("x", None))),
-        batch[2],
-    ]
-    tiny = jax.device_put(data["tiny"], NamedSharding(line, P("x")))
-    elementwise = jax.jit(lambda v: 2 * jnp.sin(v) + 1)
-    reduction = jax.jit(lambda v: v.sum(axis=0))
-    layer = jax.jit(lambda v, w, b: jax.nn.sigmoid(v @ w + b))
-    add_one = jax.jit(lambda v: v + 1)
-    times = {
-        "2*sin(x)+1": median_ms(lambda: elementwise(x).block_until_ready()),
-        "x.sum(axis=0)": median_ms(lambda: reduction(x).block_until_ready()),
-        "layer, batch sharded": median_ms(lambda: layer(*batch).block_until_ready()),
-        "tiny cached call": tiny_call_ms(lambda: add_one(tiny).block_until_ready()),
-    }
-    try:  # JAX 0.10 refuses a contraction over a sharded axis without a hint
-        times["layer, contracting sharded"] = median_ms(
-            lambda: layer(*contracting).block_until_ready()
-        )
-    except Exception as error:  # report whatever JAX raised
-        print(f"JAX, layer with the contracting axis sharded: {type(error).__name__}")
-    return times
+    return times(jax, jnp, jax.nn.sigmoid, NamedSharding, P, grid, line, data)
 
 
 def numpy_layer_ms(data: dict) -> float:

@@ -27,7 +27,6 @@ from spmd.sharding.layout import bounds_to_slices
 from spmd.sharding.named import NamedSharding
 from spmd.sharding.reshard import value_layout
 from spmd.sharding.rules import ValueSharding
-from spmd.sharding.spec import PartitionSpec
 from spmd.transforms.partition import Compute, FromHost, Partitioned, Reshard
 
 _COMMUNICATOR = InProcessCommunicator()
@@ -38,13 +37,6 @@ _PYTHON_SCALARS = frozenset({bool, int, float, complex})
 def _blas() -> ThreadpoolController:
     """The process's BLAS libraries, found once (looking them up costs a third of a ms)."""
     return ThreadpoolController()
-
-
-def spec_of(dims) -> PartitionSpec:
-    entries = [None if not axes else axes[0] if len(axes) == 1 else axes for axes in dims]
-    while entries and entries[-1] is None:
-        entries.pop()
-    return PartitionSpec(*entries)
 
 
 def device_buffers(x: Array, mesh) -> list[np.ndarray]:
@@ -105,7 +97,7 @@ def execute(
             buffers = [value[bounds_to_slices(layout.bounds(b))] for b in layout.blocks]
         else:
             buffers = env[atom]
-        target = NamedSharding(mesh, spec_of(sharding.dims), kind)
+        target = NamedSharding(mesh, sharding.spec, kind)
         results.append(_as_array(target, buffers, atom.aval, mesh))
     return results
 

@@ -201,12 +201,11 @@ def _backward(program, mesh, result: Propagation) -> dict:
         same = all(o == first for o in options) and not first.pending
         if same and first.dims != have.dims and _refines(have.dims, first.dims):
             found[var] = first
-    return {v: s for v, s in found.items() if _producer_accepts(program, v)}
+    producers = {v: eqn for eqn in program.equations for v in eqn.outputs if v in found}
+    return {v: s for v, s in found.items() if v in producers and _splits_freely(producers[v])}
 
 
-def _producer_accepts(program: Program, var: Var) -> bool:
-    for eqn in program.equations:
-        if var in eqn.outputs:
-            factors = factors_of(eqn)
-            return not factors.reduced and not factors.blocked and len(eqn.outputs) == 1
-    return False
+def _splits_freely(eqn: Equation) -> bool:
+    """Whether ``eqn`` can compute its one result split any way its operands allow."""
+    factors = factors_of(eqn)
+    return not factors.reduced and not factors.blocked and len(eqn.outputs) == 1

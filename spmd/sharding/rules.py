@@ -17,6 +17,8 @@ import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from spmd.sharding.spec import PartitionSpec
+
 Dims = tuple[tuple[str, ...], ...]  # mesh axes splitting each dimension, major to minor
 Dim = tuple[str, ...]  # the factors of one dimension, major to minor; () for a size-1 one
 
@@ -46,14 +48,21 @@ class ValueSharding:
     def without_pending(self) -> ValueSharding:
         return ValueSharding(self.dims)
 
-    def spec_text(self) -> str:
-        entries = [
-            "None" if not axes else repr(axes[0]) if len(axes) == 1 else repr(axes)
-            for axes in self.dims
-        ]
-        while entries and entries[-1] == "None":
+    def _entries(self) -> list:
+        entries = [None if not axes else axes[0] if len(axes) == 1 else axes for axes in self.dims]
+        while entries and entries[-1] is None:
             entries.pop()
-        return f"P({', '.join(entries)})"
+        return entries
+
+    @property
+    def spec(self) -> PartitionSpec:
+        """The split as a PartitionSpec (trailing unsplit dimensions left out)."""
+        return PartitionSpec(*self._entries())
+
+    def spec_text(self) -> str:
+        """``P('x', None)``-style text; inside the compiler an operand may repeat an axis (the
+        diagonal of ``einsum('ii->i')`` splits both dimensions alike), which no spec allows."""
+        return f"P({', '.join(map(repr, self._entries()))})"
 
     def __str__(self) -> str:
         text = self.spec_text()

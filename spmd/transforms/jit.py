@@ -16,7 +16,7 @@ from spmd.errors import ShardingError, SpmdTypeError
 from spmd.prims.constraint import inspect_sharding_p, sharding_constraint_p
 from spmd.runtime.array import Array
 from spmd.runtime.eager import result_sharding
-from spmd.runtime.executor import execute, spec_of
+from spmd.runtime.executor import execute
 from spmd.runtime.put import _is_target, adopt, as_sharding, device_put, layout_for, placement
 from spmd.sharding.named import NamedSharding
 from spmd.sharding.rules import ValueSharding
@@ -168,8 +168,8 @@ class Jitted:
         for eqn in program.equations:
             if eqn.primitive is inspect_sharding_p:
                 found = part.propagation.shardings.get(eqn.inputs[0])
-                dims = found.dims if found is not None else ()
-                eqn.params["callback"](NamedSharding(mesh, spec_of(dims)))
+                spec = found.spec if found is not None else PartitionSpec()
+                eqn.params["callback"](NamedSharding(mesh, spec))
         outputs = []
         for (_, sharding), target, aval in zip(
             part.outputs, targets, program.out_avals, strict=True

@@ -191,10 +191,8 @@ def _short_aval(var: Var, shape) -> str:
 def _as_text(part: Partitioned) -> str:
     names = _Names()
     mesh = part.mesh
-    sharding_of: dict[Var, ValueSharding | None] = {}
 
     def binder(var: Var, sharding: ValueSharding | None) -> str:
-        sharding_of[var] = sharding
         if sharding is None:
             return f"{names[var]}:{var.aval}"
         layout = value_layout(mesh, sharding.dims, var.aval.shape)
