@@ -105,7 +105,7 @@ def _identity(name: str, dtype: np.dtype):
 def _identity_when_empty(name: str):
     """A device whose block of a max/min's axes is empty starts from the identity instead."""
 
-    def local_params(params: dict, in_shapes, out_shapes, in_dtypes) -> dict:
+    def local_params(params: dict, in_shapes, out_shapes, in_dtypes, out_bounds) -> dict:
         (shape,) = in_shapes
         if params.get("initial") is None and any(shape[a] == 0 for a in params["axes"]):
             return {**params, "initial": _identity(name, in_dtypes[0])}

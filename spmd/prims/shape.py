@@ -155,7 +155,7 @@ def _reshape_sharding(ins, outs, *, new_sizes) -> Factors:
     return reshape_factors(ins[0].shape, outs[0].shape)
 
 
-def _block_shape(params: dict, in_shapes, out_shapes, in_dtypes, *, name: str) -> dict:
+def _block_shape(params: dict, in_shapes, out_shapes, in_dtypes, out_bounds, *, name: str) -> dict:
     """A shape-valued parameter becomes the device's block shape of the result."""
     return {**params, name: out_shapes[0]}
 

@@ -150,17 +150,29 @@ class _Builder:
             return (eqn.params,) * count
         mesh = self.part.mesh
 
-        def blocks(atom, sharding) -> list[tuple[int, ...]]:
+        def layouts(atom, sharding):
             if isinstance(atom, Literal):
+                return None
+            return value_layout(mesh, sharding.dims, atom.aval.shape)
+
+        def blocks(layout) -> list[tuple[int, ...]]:
+            if layout is None:
                 return [()] * count
-            layout = value_layout(mesh, sharding.dims, atom.aval.shape)
             return [layout.block_shape(b) for b in layout.blocks]
 
-        in_blocks = [blocks(a, self.have[a] if isinstance(a, Var) else None) for a in inputs]
-        out_blocks = [blocks(v, s) for v, s in zip(eqn.outputs, results, strict=True)]
+        ins = [layouts(a, self.have[a] if isinstance(a, Var) else None) for a in inputs]
+        outs = [layouts(v, s) for v, s in zip(eqn.outputs, results, strict=True)]
+        in_blocks, out_blocks = [blocks(x) for x in ins], [blocks(x) for x in outs]
+        out_bounds = [[x.bounds(b) for b in x.blocks] for x in outs]
         dtypes = [a.aval.dtype for a in inputs]
         return tuple(
-            local(eqn.params, [b[i] for b in in_blocks], [b[i] for b in out_blocks], dtypes)
+            local(
+                eqn.params,
+                [b[i] for b in in_blocks],
+                [b[i] for b in out_blocks],
+                dtypes,
+                [b[i] for b in out_bounds],
+            )
             for i in range(count)
         )
 
