@@ -17,9 +17,10 @@ class Rules:
     returns the primitive's ``Factors`` (spmd/sharding/rules.py; None: operands are gathered
     whole); ``local_params(params, in_shapes, out_shapes, in_dtypes, out_bounds)`` rewrites
     shape-valued parameters for one device's blocks (``out_bounds``: each result block's
-    (start, stop) per dimension in the global result); ``writes_into`` says ``impl`` takes ``out=`` (a dead operand's
-    buffer of the result's shape and dtype, reused); ``ufunc`` is the NumPy ufunc ``impl``
-    applies, if that is all it does; ``jvp`` and ``transpose`` come with differentiation.
+    (start, stop) per dimension in the global result); ``writes_into`` says ``impl`` takes
+    ``out=`` (a dead operand's buffer of the result's shape and dtype, reused); ``ufunc``
+    is the NumPy ufunc ``impl`` applies, if that is all it does; ``jvp`` and ``transpose``
+    come with differentiation.
     """
 
     shape: Callable[..., Any]
