@@ -29,6 +29,9 @@ class Rules:
     local_params: Callable[..., dict] | None = None
     writes_into: bool = False
     ufunc: Any = None  # the NumPy ufunc ``impl`` applies, which NumPy backends may call direct
+    # Calls of per-device programs (shard_map, pmap): per_device(lowering, eqn, inputs) emits
+    # the body's steps (spmd/transforms/manual.py) and returns the results as held there.
+    per_device: Callable[..., Any] | None = None
     jvp: Callable[..., Any] | None = None
     transpose: Callable[..., Any] | None = None
 

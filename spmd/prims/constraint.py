@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 from spmd.core.primitive import Primitive, Rules
-from spmd.sharding.rules import Factors
+from spmd.sharding.rules import Decision, Factors, ValueSharding
 
-# ``sharding`` is the NamedSharding the result is pinned to; propagation reads it directly.
+
+def _pinned(ins, outs, *, sharding) -> Decision:
+    """Operand and result take ``sharding``, the NamedSharding the value is pinned to."""
+    target = ValueSharding(sharding.spec.dims(outs[0].ndim))
+    return Decision((target,), (target,), "with_sharding_constraint pins it")
+
+
 sharding_constraint_p = Primitive(
     "sharding_constraint",
-    Rules(shape=lambda x, *, sharding: x, impl=lambda xp, x, *, sharding: x),
+    Rules(shape=lambda x, *, sharding: x, impl=lambda xp, x, *, sharding: x, sharding=_pinned),
 )
 
 

@@ -4,12 +4,14 @@ Element ``i`` (its flat index in the global, row-major result) gets the counter 
 its bits are ``threefry2x32(key, (i >> 32, i & 0xFFFFFFFF))``, so they depend only on the
 key, on ``i`` and on the result's shape. That is what makes the numbers the same whatever
 the sharding: a device computes ``bits_for_counters(key, counters(shape, block))`` for its
-own block only. The layout of bits and floats follows JAX's partitionable Threefry
-(``jax_threefry_partitionable``), so the numbers equal ``jax.random``'s for the same key.
+own block only (the partitioner gives it the block's place through ``_block_params``). The
+layout of bits and floats follows JAX's partitionable Threefry (``jax_threefry_partitionable``),
+so the numbers equal ``jax.random``'s for the same key.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 
@@ -18,6 +20,7 @@ import numpy as np
 from spmd.core.aval import ShapedArray
 from spmd.core.primitive import Primitive, Rules
 from spmd.errors import ShapeError, SpmdTypeError
+from spmd.sharding.rules import Factors, broadcast_factors
 
 _ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
 _PARITY = 0x1BD11BDA  # Threefry's key-schedule constant
@@ -187,8 +190,17 @@ def _random_bits_shape(key: ShapedArray, *, shape: tuple[int, ...], dtype: np.dt
     return ShapedArray(shape, dtype)
 
 
-def _random_bits_impl(xp, key, *, shape, dtype):
-    return bits_for_counters(key, counters(shape, xp=xp), dtype, xp=xp)
+def block_counters(xp, shape, global_shape=None, start=None):
+    """The counters of a ``shape`` block that starts at ``start`` in a ``global_shape``
+    result; with no ``global_shape``, of the whole ``shape`` result."""
+    if global_shape is None:
+        return counters(shape, xp=xp)
+    index = tuple(slice(a, a + n) for a, n in zip(start, shape, strict=True))
+    return counters(global_shape, index, xp=xp)
+
+
+def _random_bits_impl(xp, key, *, shape, dtype, global_shape=None, start=None):
+    return bits_for_counters(key, block_counters(xp, shape, global_shape, start), dtype, xp=xp)
 
 
 def _check_bound(name: str, what: str, bound: ShapedArray, shape: tuple[int, ...]) -> None:
@@ -215,9 +227,10 @@ def _uniform_shape(key, minval, maxval, *, shape, dtype):
     return ShapedArray(shape, dtype)
 
 
-def _uniform_impl(xp, key, minval, maxval, *, shape, dtype):
+def _uniform_impl(xp, key, minval, maxval, *, shape, dtype, global_shape=None, start=None):
     width = np.dtype(f"uint{dtype.itemsize * 8}")
-    floats = unit_floats(bits_for_counters(key, counters(shape, xp=xp), width, xp=xp), dtype, xp)
+    block = block_counters(xp, shape, global_shape, start)
+    floats = unit_floats(bits_for_counters(key, block, width, xp=xp), dtype, xp)
     return scale(floats, minval, maxval, xp)
 
 
@@ -226,9 +239,10 @@ def _normal_shape(key, *, shape, dtype):
     return ShapedArray(shape, dtype)
 
 
-def _normal_impl(xp, key, *, shape, dtype):
+def _normal_impl(xp, key, *, shape, dtype, global_shape=None, start=None):
     lo = np.nextafter(np.array(-1.0, dtype), np.array(0.0, dtype))  # keeps erfinv finite
-    u = _uniform_impl(xp, key, lo, 1.0, shape=shape, dtype=dtype)
+    block = {"global_shape": global_shape, "start": start}
+    u = _uniform_impl(xp, key, lo, 1.0, shape=shape, dtype=dtype, **block)
     return xp.asarray(erfinv(xp.asarray(u), xp) * dtype.type(math.sqrt(2)), dtype=dtype)
 
 
@@ -237,8 +251,8 @@ def _split_shape(key, *, shape):
     return ShapedArray((*shape, 2), np.dtype(np.uint32))
 
 
-def _split_impl(xp, key, *, shape):
-    flat = counters(shape, xp=xp)
+def _split_impl(xp, key, *, shape, global_shape=None, start=None):
+    flat = block_counters(xp, shape, global_shape, start)
     hi, lo = (flat >> xp.uint64(32)).astype(xp.uint32), flat.astype(xp.uint32)
     return xp.stack(threefry2x32(xp, key, hi, lo), axis=-1)
 
@@ -259,21 +273,69 @@ def _fold_in_impl(xp, key, data):
     return xp.concatenate([y0, y1])
 
 
-# Sharding: the key is replicated and each output block is computed from its own counters
-# (bits_for_counters on counters(shape, block)), so any output sharding needs no
-# communication; the partitioner's issue gives this a rule.
+# --- sharding ----------------------------------------------------------------------------
+
+
+def _sampler_sharding(ins, outs, **params) -> Factors:
+    """The key is read whole (no factor splits its dimension); every dimension of the result
+    is free, and uniform's bounds broadcast against it as elementwise operands do."""
+    factors = broadcast_factors([a.shape for a in ins[1:]], outs[0].shape)
+    return Factors((((),), *factors.operands), factors.results, factors.sizes)
+
+
+def _split_sharding(ins, outs, *, shape) -> Factors:
+    """As a sampler's, with each new key's two words kept together."""
+    factors = broadcast_factors([], shape)
+    return Factors((((),),), ((*factors.results[0], ()),), factors.sizes)
+
+
+def _block_params(params, in_shapes, out_shapes, in_dtypes, out_bounds, *, key_words=0) -> dict:
+    """A device computes only its block of the result: ``shape`` becomes the block's and
+    ``global_shape``/``start`` place it in the whole (``key_words``: trailing dimensions of
+    the result that hold words of keys, not elements)."""
+    bounds = out_bounds[0][: len(out_bounds[0]) - key_words]
+    if all((a, b) == (0, n) for (a, b), n in zip(bounds, params["shape"], strict=True)):
+        return params
+    shape, start = tuple(b - a for a, b in bounds), tuple(a for a, _ in bounds)
+    return {**params, "shape": shape, "global_shape": params["shape"], "start": start}
+
+
 random_bits_p = Primitive(
-    "random_bits", Rules(shape=_random_bits_shape, impl=_random_bits_impl, sharding=None)
+    "random_bits",
+    Rules(
+        shape=_random_bits_shape,
+        impl=_random_bits_impl,
+        sharding=_sampler_sharding,
+        local_params=_block_params,
+    ),
 )
 random_uniform_p = Primitive(
-    "random_uniform", Rules(shape=_uniform_shape, impl=_uniform_impl, sharding=None)
+    "random_uniform",
+    Rules(
+        shape=_uniform_shape,
+        impl=_uniform_impl,
+        sharding=_sampler_sharding,
+        local_params=_block_params,
+    ),
 )
 random_normal_p = Primitive(
-    "random_normal", Rules(shape=_normal_shape, impl=_normal_impl, sharding=None)
+    "random_normal",
+    Rules(
+        shape=_normal_shape,
+        impl=_normal_impl,
+        sharding=_sampler_sharding,
+        local_params=_block_params,
+    ),
 )
 threefry_split_p = Primitive(
-    "threefry_split", Rules(shape=_split_shape, impl=_split_impl, sharding=None)
+    "threefry_split",
+    Rules(
+        shape=_split_shape,
+        impl=_split_impl,
+        sharding=_split_sharding,
+        local_params=functools.partial(_block_params, key_words=1),
+    ),
 )
-threefry_fold_in_p = Primitive(
+threefry_fold_in_p = Primitive(  # its result is one key: computed whole wherever it is needed
     "threefry_fold_in", Rules(shape=_fold_in_shape, impl=_fold_in_impl, sharding=None)
 )

@@ -20,6 +20,7 @@ from threadpoolctl import ThreadpoolController
 
 from spmd.core.program import Literal, Var
 from spmd.runtime.array import Array
+from spmd.runtime.collectives import run_collective
 from spmd.runtime.communicator import Communicator, InProcessCommunicator, groups
 from spmd.runtime.counting import record
 from spmd.runtime.pool import INLINE_BYTES, parallel_map, worker_count
@@ -27,7 +28,16 @@ from spmd.sharding.layout import bounds_to_slices
 from spmd.sharding.named import NamedSharding
 from spmd.sharding.reshard import value_layout
 from spmd.sharding.rules import ValueSharding
-from spmd.transforms.partition import Compute, FromHost, Partitioned, Reshard
+from spmd.transforms.partition import (
+    COLLECTIVE_KINDS,
+    Alias,
+    Collective,
+    Compute,
+    FromHost,
+    Partitioned,
+    PerDevice,
+    Reshard,
+)
 
 _COMMUNICATOR = InProcessCommunicator()
 _PYTHON_SCALARS = frozenset({bool, int, float, complex})
@@ -74,7 +84,13 @@ def execute(
             continue
         _run_segment(segment, env, mesh.size)
         segment = []
-        if isinstance(step, FromHost):
+        if isinstance(step, Collective):
+            env[step.output] = _collective(step, env, mesh, comm)
+        elif isinstance(step, PerDevice):
+            env[step.var] = list(step.values)
+        elif isinstance(step, Alias):
+            env[step.dst] = env[step.src]
+        elif isinstance(step, FromHost):
             value = host[step.host]
             if type(value) in _PYTHON_SCALARS:  # keeps its weak type: 2.5 * f32 stays f32
                 env[step.var] = [value] * mesh.size
@@ -124,8 +140,10 @@ def _last_uses(part: Partitioned) -> dict[Var, int]:
     for index, step in enumerate(part.steps):
         if isinstance(step, Compute):
             used = [a for a in step.inputs if isinstance(a, Var)]
-        elif isinstance(step, Reshard):
+        elif isinstance(step, Reshard | Alias):
             used = [step.src]
+        elif isinstance(step, Collective):
+            used = [step.input] if isinstance(step.input, Var) else []
         else:
             used = []
         for var in used:
@@ -149,8 +167,10 @@ def _reuse_plan(part: Partitioned, last_use: dict[Var, int]) -> dict[int, int]:
     made_fresh: dict[Var, ValueSharding] = {}
     viewed: set[Var] = set()
     for step in part.steps:
-        if isinstance(step, Reshard):  # its result may be slices of its source's buffers
+        if isinstance(step, Reshard | Alias):  # its result may be its source's buffers
             viewed.add(step.src)
+        if isinstance(step, Collective) and isinstance(step.input, Var):
+            viewed.add(step.input)
         if not isinstance(step, Compute):
             continue
         writes = step.eqn.primitive.rules.writes_into
@@ -161,6 +181,8 @@ def _reuse_plan(part: Partitioned, last_use: dict[Var, int]) -> dict[int, int]:
     plan = {}
     for index, step in enumerate(part.steps):
         if not isinstance(step, Compute) or not step.eqn.primitive.rules.writes_into:
+            continue
+        if not step.reusable:
             continue
         (result,), (sharding,) = step.outputs, step.shardings
         for k, atom in enumerate(step.inputs):
@@ -233,6 +255,20 @@ def _reshard(step: Reshard, buffers: list, mesh, comm: Communicator) -> list:
         if s.is_collective:
             record(s.kind, s.nbytes)
     return buffers
+
+
+def _collective(step: Collective, env: dict, mesh, comm: Communicator) -> list:
+    atom = step.input
+    if isinstance(atom, Literal):
+        buffers = [np.asarray(atom.value, atom.aval.dtype)] * mesh.size
+    else:
+        buffers = [np.asarray(b, atom.aval.dtype) for b in env[atom]]
+    if step.name == "broadcast":
+        out = comm.broadcast(list(buffers), groups(mesh, step.params["axes"]), 0)
+    else:
+        out = run_collective(step.name, step.params, buffers, mesh, comm)
+    record(COLLECTIVE_KINDS[step.name], step.nbytes)
+    return out
 
 
 def _local_slice(buffers: list, src, dst) -> list:

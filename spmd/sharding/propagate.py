@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from spmd.core.primitive import Primitive
 from spmd.core.program import Equation, Literal, Program, Var
 from spmd.sharding.mesh import Mesh
 from spmd.sharding.reshard import cost
@@ -59,7 +58,9 @@ def gathered_factors(eqn: Equation) -> Factors:
     return Factors(operands, results, sizes, blocked=frozenset(blocked))
 
 
-def factors_of(eqn: Equation) -> Factors:
+def factors_of(eqn: Equation) -> Factors | Decision:
+    """The equation's factors, or the Decision of a primitive that fixes its layouts
+    (with_sharding_constraint, shard_map, pmap)."""
     rule = eqn.primitive.rules.sharding
     if rule is None:
         return gathered_factors(eqn)
@@ -68,16 +69,9 @@ def factors_of(eqn: Equation) -> Factors:
 
 
 def propagate(
-    program: Program,
-    mesh: Mesh,
-    in_shardings: Sequence[ValueSharding | None],
-    constraint: Primitive,
+    program: Program, mesh: Mesh, in_shardings: Sequence[ValueSharding | None]
 ) -> Propagation:
-    """Shardings for ``program`` whose arguments lie as ``in_shardings`` (None: host).
-
-    ``constraint`` is the primitive of ``with_sharding_constraint``, whose equations pin
-    their result to the NamedSharding in their ``sharding`` parameter.
-    """
+    """Shardings for ``program`` whose arguments lie as ``in_shardings`` (None: host)."""
     result = Propagation(mesh)
     for var in program.constvars:
         result.shardings[var] = None
@@ -87,7 +81,7 @@ def propagate(
             result.reasons[var] = f"argument {i} is laid out so"
     refined: dict[Var, ValueSharding] = {}
     for _ in range(MAX_ROUNDS):
-        _forward(program, mesh, constraint, result, refined)
+        _forward(program, mesh, result, refined)
         wanted = _backward(program, mesh, result)
         if not wanted:
             break
@@ -99,13 +93,13 @@ def _operand(result: Propagation, atom) -> ValueSharding | None:
     return None if isinstance(atom, Literal) else result.shardings[atom]
 
 
-def _forward(program, mesh, constraint, result: Propagation, refined: dict) -> None:
+def _forward(program, mesh, result: Propagation, refined: dict) -> None:
     axis_sizes = dict(mesh.shape)
     for index, eqn in enumerate(program.equations):
         operands = [_operand(result, a) for a in eqn.inputs]
-        if eqn.primitive is constraint:
-            target = ValueSharding(eqn.params["sharding"].spec.dims(eqn.outputs[0].aval.ndim))
-            decision = Decision((target,), (target,), "with_sharding_constraint pins it")
+        rule = factors_of(eqn)
+        if isinstance(rule, Decision):
+            decision = rule
         elif all(s is None for s in operands):
             for var in eqn.outputs:
                 result.shardings[var] = None
@@ -117,7 +111,7 @@ def _forward(program, mesh, constraint, result: Propagation, refined: dict) -> N
                 aval = eqn.inputs[k].aval
                 return cost(mesh, aval.shape, aval.dtype.itemsize, have, want)
 
-            factors = _exactly_linear(eqn, factors_of(eqn), operands)
+            factors = _exactly_linear(eqn, rule, operands)
             decision = solve(factors, operands, nbytes, axis_sizes, moved)
             decision = _apply_refinements(eqn, decision, refined, mesh, operands)
         result.decisions[index] = decision
@@ -151,7 +145,7 @@ def _apply_refinements(eqn, decision: Decision, refined: dict, mesh, operands) -
     if not any(wants) or len(eqn.outputs) != 1:
         return decision
     factors = factors_of(eqn)
-    if factors.reduced or factors.blocked:
+    if isinstance(factors, Decision) or factors.reduced or factors.blocked:
         return decision
     (want,) = wants
     axis_sizes = dict(mesh.shape)
@@ -208,4 +202,6 @@ def _backward(program, mesh, result: Propagation) -> dict:
 def _splits_freely(eqn: Equation) -> bool:
     """Whether ``eqn`` can compute its one result split any way its operands allow."""
     factors = factors_of(eqn)
+    if isinstance(factors, Decision):
+        return False
     return not factors.reduced and not factors.blocked and len(eqn.outputs) == 1

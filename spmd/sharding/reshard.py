@@ -61,16 +61,18 @@ def plan(
     mesh: Mesh, shape: tuple[int, ...], itemsize: int, src: ValueSharding, dst: ValueSharding
 ) -> tuple[Step, ...]:
     """The steps from ``src`` to ``dst`` (``dst`` may keep ``src``'s pending reduction)."""
-    steps: list[Step] = []
-    current = src
     if src.pending and (dst.pending, dst.op) != (src.pending, src.op):
-        current = _resolve(mesh, shape, itemsize, src, dst, steps)
-    moves = _move(mesh, shape, itemsize, current, dst)
-    if current.pending and any(step.is_collective for step in moves):
+        options = [
+            (combine, *_move(mesh, shape, itemsize, combine.dst, dst))
+            for combine in _combinations(mesh, shape, itemsize, src, dst)
+        ]
+        return min(options, key=lambda steps: (sum(s.nbytes for s in steps), len(steps)))
+    moves = _move(mesh, shape, itemsize, src, dst)
+    if src.pending and any(step.is_collective for step in moves):
         # A collective copies blocks from any device holding them, but partial values of
         # one block differ across the pending axes: the solver keeps partials in place.
         raise ValueError(f"internal error: cannot move partial values from {src} to {dst}")
-    return tuple(steps + moves)
+    return tuple(moves)
 
 
 def _block_bytes(mesh: Mesh, shape: tuple[int, ...], itemsize: int, dims: Dims) -> int:
@@ -93,29 +95,47 @@ def _nested(mesh: Mesh, shape: tuple[int, ...], coarse: Dims, fine: Dims) -> boo
     return True
 
 
-def _resolve(mesh, shape, itemsize, src: ValueSharding, dst: ValueSharding, steps) -> ValueSharding:
-    """Combine ``src``'s partial values: a reduce-scatter when ``dst`` splits every pending
-    axis onto dimensions that otherwise match (and each device's new block lies inside its
-    old one), an all-reduce otherwise."""
+def _combinations(mesh, shape, itemsize, src: ValueSharding, dst: ValueSharding) -> list[Step]:
+    """Ways to combine ``src``'s partial values on the way to ``dst``: a reduce-scatter into
+    each split of ``_scatter_targets`` whose blocks lie inside the blocks held (the
+    communicator cuts each new block out of every member's buffer), and an all-reduce."""
     pending = set(src.pending)
-    k = math.prod(mesh.shape[a] for a in src.pending)
-    scattered = []
-    for have, want in zip(src.dims, dst.dims, strict=True):
-        extra = want[len(have) :]
-        if want[: len(have)] == have and set(extra) <= pending:
-            scattered.append(want)
-        else:
-            scattered.append(have)
-    placed = {a for dim in scattered for a in dim} & pending
+    k = math.prod(mesh.shape[a] for a in pending)
     total = _block_bytes(mesh, shape, itemsize, src.dims)
-    if placed == pending and _nested(mesh, shape, src.dims, tuple(scattered)):
-        result = ValueSharding(tuple(scattered))
-        moved = total * (k - 1) // k
-        steps.append(Step("reduce-scatter", src.pending, src, result, moved))
-        return result
+    found = []
+    for target in dict.fromkeys(_scatter_targets(src, dst)):
+        placed = {a for dim in target for a in dim} & pending
+        if placed and _nested(mesh, shape, src.dims, target):
+            parts = math.prod(mesh.shape[a] for a in placed)
+            replicas = k // parts  # devices of a group that end up with the same block
+            # As a transport does it: scatter over the placed axes, all-reduce the rest.
+            held = _block_bytes(mesh, shape, itemsize, target)
+            moved = total * (parts - 1) // parts + 2 * held * (replicas - 1) // replicas
+            result = ValueSharding(target)
+            found.append(Step("reduce-scatter", src.pending, src, result, moved))
     result = ValueSharding(src.dims)
-    steps.append(Step("all-reduce", src.pending, src, result, 2 * total * (k - 1) // k))
-    return result
+    found.append(Step("all-reduce", src.pending, src, result, 2 * total * (k - 1) // k))
+    return found
+
+
+def _scatter_targets(src: ValueSharding, dst: ValueSharding) -> list[Dims]:
+    """Splits a reduce-scatter of ``src`` may produce on the way to ``dst``: per dimension,
+    ``dst``'s own longest prefix of held and pending axes (when it keeps the held ones),
+    then the held axes followed by ``dst``'s pending ones (a later exchange reorders)."""
+    pending = set(src.pending)
+    own, held_first = [], []
+    for have, want in zip(src.dims, dst.dims, strict=True):
+        prefix = _longest_prefix(want, set(have) | pending)
+        own.append(prefix if set(have) <= set(prefix) else have)
+        held_first.append((*have, *(a for a in want if a in pending)))
+    return [tuple(own), tuple(held_first)]
+
+
+def _longest_prefix(axes: tuple[str, ...], allowed: set[str]) -> tuple[str, ...]:
+    for n, axis in enumerate(axes):
+        if axis not in allowed:
+            return axes[:n]
+    return axes
 
 
 def _moved_bytes(mesh, shape, itemsize, a: Dims, b: Dims) -> int:

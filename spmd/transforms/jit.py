@@ -164,7 +164,7 @@ class Jitted:
             ValueSharding(t.spec.dims(a.ndim)) if _same_mesh(t, mesh) else None
             for t, a in zip(targets, program.out_avals, strict=True)
         ]
-        part = partition(program, mesh, in_shardings, wanted, sharding_constraint_p)
+        part = partition(program, mesh, in_shardings, wanted)
         for eqn in program.equations:
             if eqn.primitive is inspect_sharding_p:
                 found = part.propagation.shardings.get(eqn.inputs[0])

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from spmd.core.program import Equation, Literal, Program, Var
 from spmd.sharding.layout import bounds_to_slices
 from spmd.sharding.mesh import Mesh
@@ -28,6 +30,49 @@ class Compute:
     outputs: tuple[Var, ...]
     shardings: tuple[ValueSharding, ...]
     params: tuple[dict, ...]
+    reusable: bool = True  # may write its result into a dying operand's buffer
+
+
+@dataclass(frozen=True, eq=False)
+class Collective:
+    """A collective a per-device program wrote (psum, all_gather, ...), over mesh axes."""
+
+    name: str
+    params: dict
+    input: Var | Literal
+    output: Var
+    nbytes: int  # bytes it moves between devices
+    reason: str = "written in the per-device program"
+
+    @property
+    def kind(self) -> str:
+        return COLLECTIVE_KINDS[self.name]
+
+
+COLLECTIVE_KINDS = {
+    "psum": "all-reduce",
+    "all_gather": "all-gather",
+    "psum_scatter": "reduce-scatter",
+    "all_to_all": "all-to-all",
+    "ppermute": "permute",
+    "broadcast": "broadcast",
+}
+
+
+@dataclass(frozen=True, eq=False)
+class PerDevice:
+    """A value that differs by device and is known when the program is built."""
+
+    var: Var
+    values: tuple  # per device position
+
+
+@dataclass(frozen=True, eq=False)
+class Alias:
+    """``dst`` names the buffers of ``src``."""
+
+    src: Var
+    dst: Var
 
 
 @dataclass(frozen=True, eq=False)
@@ -61,9 +106,15 @@ class Partitioned:
     outputs: list = field(default_factory=list)  # per output: (atom, ValueSharding or None)
 
     @property
-    def collectives(self) -> list[Step]:
-        return [s for step in self.steps if isinstance(step, Reshard) for s in step.steps
-                if s.is_collective]  # fmt: skip
+    def collectives(self) -> list:
+        """Every collective: resharding Steps and per-device programs' Collectives."""
+        found = []
+        for step in self.steps:
+            if isinstance(step, Reshard):
+                found.extend(s for s in step.steps if s.is_collective)
+            elif isinstance(step, Collective):
+                found.append(step)
+        return found
 
     def as_text(self) -> str:
         return _as_text(self)
@@ -77,11 +128,10 @@ def partition(
     mesh: Mesh,
     in_shardings: list[ValueSharding | None],
     out_targets: list[ValueSharding | None],
-    constraint,
 ) -> Partitioned:
     """Per-device steps for ``program`` with arguments laid out as ``in_shardings`` (None:
     host data) and results wanted as ``out_targets`` (None: as propagated)."""
-    propagation = propagate(program, mesh, in_shardings, constraint)
+    propagation = propagate(program, mesh, in_shardings)
     part = Partitioned(program, mesh, propagation, list(in_shardings))
     builder = _Builder(part)
     for index, eqn in enumerate(program.equations):
@@ -95,6 +145,9 @@ def partition(
                 inputs.append(atom)
             else:
                 inputs.append(builder.get(atom, want, f"{eqn.primitive.name} (operand {k})"))
+        if eqn.primitive.rules.per_device is not None:
+            builder.lower_call(eqn, inputs, decision.results)
+            continue
         params = builder.local_params(eqn, inputs, decision.results)
         part.steps.append(Compute(eqn, tuple(inputs), tuple(eqn.outputs), decision.results, params))
         for var, sharding in zip(eqn.outputs, decision.results, strict=True):
@@ -142,6 +195,22 @@ class _Builder:
         self.have[new] = want
         self.versions[key] = new
         return new
+
+    def lower_call(self, eqn: Equation, inputs: list, results) -> None:
+        """Emit the steps of a per-device program's call (shard_map, pmap)."""
+        from spmd.transforms.manual import Held, Lowering, splits_to_dims
+
+        lowering = Lowering(self.part.mesh, self.part.steps)
+        held = eqn.primitive.rules.per_device(lowering, eqn, [Held(a) for a in inputs])
+        for var, out, sharding in zip(eqn.outputs, held, results, strict=True):
+            if splits_to_dims(out.splits, var.aval.ndim) != sharding.dims:
+                raise AssertionError(f"internal error: {eqn.primitive.name} result {out.splits}")
+            atom = out.atom
+            if isinstance(atom, Literal):
+                value = np.asarray(atom.value, atom.aval.dtype)
+                atom = lowering.per_device(atom.aval, [value] * self.part.mesh.size)
+            self.part.steps.append(Alias(atom, var))
+            self.have[var] = sharding
 
     def local_params(self, eqn: Equation, inputs: list, results) -> tuple[dict, ...]:
         count = self.part.mesh.size
@@ -236,6 +305,15 @@ def _as_text(part: Partitioned) -> str:
             lines.append(
                 f"    {binder(step.var, step.sharding)} = slice_from_host {atom(step.host)}"
             )
+        elif isinstance(step, Collective):
+            out = binder(step.output, None)
+            lines.append(f"    {out} = {step.name}{_params(step.params)} {atom(step.input)}")
+        elif isinstance(step, PerDevice):
+            shown = ", ".join(str(np.asarray(v).item()) if np.ndim(v) == 0 else "…"
+                              for v in step.values)  # fmt: skip
+            lines.append(f"    {binder(step.var, None)} = per_device[{shown}]")
+        elif isinstance(step, Alias):
+            names[step.dst] = names[step.src]
         else:
             current = names[step.src]
             for k, s in enumerate(step.steps):
@@ -278,6 +356,15 @@ def _explain(part: Partitioned) -> str:
     total = 0
     found = False
     for step in part.steps:
+        if isinstance(step, Collective):
+            found = True
+            total += step.nbytes
+            axes = ", ".join(map(repr, step.params["axes"]))
+            lines.append(
+                f"  {step.kind} over ({axes}) of {names[step.input]}: {step.name}, "
+                f"{format_bytes(step.nbytes)} moved — {step.reason}"
+            )
+            continue
         if not isinstance(step, Reshard):
             continue
         for s in step.steps:

@@ -1,0 +1,227 @@
+"""Lowering per-device programs (the bodies of shard_map and pmap) into partition steps.
+
+A body already says what each device computes, collectives included, so its equations
+become steps one for one: Compute for local work (with each device's own parameters when
+uneven blocks gave devices different bodies), Collective for collectives, PerDevice for
+values that differ by device (``axis_index``, constants of uneven bodies).
+
+Nested pmap runs on a mesh whose axes are the nested axis names. At each level a value is
+held whole by every device of the deeper axes, or *split*: for each ``(dimension, axis)``
+of its splits a device holds only the index its coordinate along ``axis`` names, that
+dimension kept with size 1. A mapped pmap result is split along its out axis; a consumer
+that needs the whole value gathers it; a pmap whose in axis is that split reads it as is.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from dataclasses import dataclass
+
+import numpy as np
+
+from spmd.core.program import Equation, Literal, Program, Var
+from spmd.errors import ShapeError, aval_str
+from spmd.prims.collective import VARIES, all_gather_p, axis_index_p
+from spmd.prims.shape import reshape_p
+from spmd.runtime.communicator import groups
+from spmd.sharding.mesh import Mesh
+from spmd.sharding.rules import ValueSharding
+
+Splits = tuple[tuple[int, str], ...]
+
+
+@dataclass(frozen=True)
+class Held:
+    """A body value on the devices: ``atom`` holds it, or its slices along ``splits``."""
+
+    atom: Var | Literal
+    splits: Splits = ()
+
+
+def whole(aval) -> ValueSharding:
+    """The sharding a per-device value has in printed steps: its own block, whole."""
+    return ValueSharding(((),) * aval.ndim)
+
+
+def splits_to_dims(splits: Splits, ndim: int) -> tuple[tuple[str, ...], ...]:
+    dims = [()] * ndim
+    for dim, axis in splits:
+        dims[dim] = (axis,)
+    return tuple(dims)
+
+
+class Lowering:
+    """Emits the steps of per-device programs on ``mesh`` into ``steps``."""
+
+    def __init__(self, mesh: Mesh, steps: list) -> None:
+        from spmd.transforms import partition  # the step types
+
+        self.mesh = mesh
+        self.steps = steps
+        self.count = mesh.size
+        self.coords = list(itertools.product(*map(range, mesh.devices.shape)))
+        self.kinds = partition
+        self._whole: dict[Var, Var] = {}
+
+    # --- one body (or one per device position) ------------------------------------------
+
+    def run(self, bodies: list[Program], body_of: tuple[int, ...], inputs: list[Held]) -> list:
+        """Emit ``bodies`` (body ``body_of[p]`` on device position ``p``; they differ only in
+        shapes, parameters and literals) on ``inputs``; returns the Held outputs."""
+        base = bodies[0]
+        env: dict[Var, Held] = dict(zip(base.invars, inputs, strict=True))
+        for index, eqn in enumerate(base.equations):
+            per_body = [b.equations[index] for b in bodies]
+            outs = self._equation(eqn, per_body, body_of, env)
+            env.update(zip(eqn.outputs, outs, strict=True))
+        results = []
+        for k, atom in enumerate(base.outvars):
+            if isinstance(atom, Var):
+                results.append(env[atom])
+            else:
+                literals = [b.outvars[k] for b in bodies]
+                results.append(Held(self._literal(literals, body_of)))
+        return results
+
+    def _equation(self, eqn: Equation, per_body, body_of, env) -> list[Held]:
+        primitive = eqn.primitive
+        lower_call = primitive.rules.per_device
+        if lower_call is not None:
+            return lower_call(self, eqn, [self._input(a, env) for a in eqn.inputs])
+        if primitive is axis_index_p:
+            values = [np.int32(self.index_along(eqn.params["axes"], p)) for p in range(self.count)]
+            return [Held(self.per_device(eqn.outputs[0].aval, values))]
+        inputs = []
+        for k, atom in enumerate(eqn.inputs):
+            if isinstance(atom, Literal):
+                inputs.append(self._literal([e.inputs[k] for e in per_body], body_of))
+            else:
+                inputs.append(self.whole_value(env[atom]))
+        outputs = [Var(v.aval) for v in eqn.outputs]
+        if primitive in VARIES:
+            shapes = [per_body[b].inputs[0].aval for b in body_of]
+            self._check_groups(primitive.name, eqn.params["axes"], shapes)
+            nbytes = _bytes(primitive.name, eqn.params, shapes)
+            self.steps.append(
+                self.kinds.Collective(primitive.name, eqn.params, inputs[0], outputs[0], nbytes)
+            )
+        else:
+            params = tuple(per_body[b].params for b in body_of)
+            self.steps.append(
+                self.kinds.Compute(
+                    eqn,
+                    tuple(inputs),
+                    tuple(outputs),
+                    tuple(whole(v.aval) for v in outputs),
+                    params,
+                    reusable=_same_shape_relations(per_body),
+                )
+            )
+        return [Held(v) for v in outputs]
+
+    def _input(self, atom, env) -> Held:
+        return Held(atom) if isinstance(atom, Literal) else env[atom]
+
+    def _literal(self, literals: list[Literal], body_of) -> Var | Literal:
+        """One literal, or a per-device value where uneven bodies wrote different ones."""
+        first = literals[0]
+        if all(_same_value(x.value, first.value) for x in literals):
+            return first
+        values = [np.asarray(literals[b].value, first.aval.dtype) for b in body_of]
+        return self.per_device(first.aval, values)
+
+    def per_device(self, aval, values: list) -> Var:
+        var = Var(aval)
+        self.steps.append(self.kinds.PerDevice(var, tuple(values)))
+        return var
+
+    def index_along(self, axes: tuple[str, ...], position: int) -> int:
+        """The device's linear index over ``axes`` (read major to minor)."""
+        sizes = dict(self.mesh.shape)
+        coord = dict(zip(self.mesh.axis_names, self.coords[position], strict=True))
+        index = 0
+        for a in axes:
+            index = index * sizes[a] + coord[a]
+        return index
+
+    def _check_groups(self, name: str, axes, avals) -> None:
+        for group in groups(self.mesh, axes):
+            found = {avals[p].shape for p in group}
+            if len(found) > 1:
+                shown = " and ".join(aval_str(s, avals[group[0]].dtype) for s in sorted(found))
+                raise ShapeError(
+                    f"{name} over {axes!r} combines blocks of different shapes ({shown}): the "
+                    f"shard_map inputs are split unevenly. Make each split dimension a multiple "
+                    f"of its mesh axes' size (pad the input), or move the collective to values "
+                    f"of one shape, such as a block's sum."
+                )
+
+    # --- splits (nested pmap) -----------------------------------------------------------
+
+    def whole_value(self, held: Held):
+        """The value whole on every device: its splits gathered (once per value)."""
+        if not held.splits:
+            return held.atom
+        cached = self._whole.get(held.atom)
+        if cached is not None:
+            return cached
+        atom = held.atom
+        for dim, axis in held.splits:
+            atom = self.gather(atom, dim, axis)
+        self._whole[held.atom] = atom
+        return atom
+
+    def gather(self, atom: Var, dim: int, axis: str) -> Var:
+        size = self.mesh.shape[axis]
+        params = dict(axes=(axis,), size=size, axis=dim, tiled=True)
+        out = Var(all_gather_p.rules.shape(atom.aval, **params))
+        nbytes = _bytes("all_gather", params, [atom.aval] * self.count)
+        self.steps.append(self.kinds.Collective("all_gather", params, atom, out, nbytes))
+        return out
+
+    def reshape(self, atom, shape: tuple[int, ...]) -> Var:
+        out = Var(dataclasses.replace(atom.aval, shape=shape))
+        eqn = Equation(reshape_p, [atom], [out], {"new_sizes": shape})
+        self.steps.append(
+            self.kinds.Compute(eqn, (atom,), (out,), (whole(out.aval),), (eqn.params,) * self.count)
+        )
+        return out
+
+    def broadcast_from_first(self, atom: Var, axes: tuple[str, ...]) -> Var:
+        """Every device of each group along ``axes`` takes the first one's value."""
+        out = Var(atom.aval)
+        nbytes = atom.aval.size * atom.aval.dtype.itemsize * self.count
+        params = {"axes": axes}
+        self.steps.append(self.kinds.Collective("broadcast", params, atom, out, nbytes))
+        return out
+
+
+def _same_value(a, b) -> bool:
+    return type(a) is type(b) and np.array_equal(a, b)
+
+
+def _same_shape_relations(per_body: list[Equation]) -> bool:
+    """Whether every body's equation relates operand and result shapes as the first's does
+    (so a dead operand's buffer may hold the result on every device, or on none)."""
+
+    def relation(eqn: Equation) -> tuple:
+        out = eqn.outputs[0].aval.shape if eqn.outputs else None
+        return tuple(a.aval.shape == out for a in eqn.inputs)
+
+    first = relation(per_body[0])
+    return all(relation(e) == first for e in per_body[1:])
+
+
+def _bytes(name: str, params: dict, avals) -> int:
+    """Bytes a collective moves between devices (as a ring transport would)."""
+    total = sum(a.size * a.dtype.itemsize for a in avals)
+    k = params.get("size", 1)
+    if name == "psum":
+        return 2 * total * (k - 1) // k
+    if name == "all_gather":
+        return total * (k - 1)
+    if name == "ppermute":
+        moved = sum(1 for s, d in params["perm"] if s != d)
+        return total * moved // k
+    return total * (k - 1) // k
