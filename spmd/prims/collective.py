@@ -101,3 +101,18 @@ VARIES = {
     all_to_all_p: "adds",
     axis_index_p: "adds",
 }
+
+
+def _axis_slice_shape(x: ShapedArray, *, axis: int, index: int = 0) -> ShapedArray:
+    return dataclasses.replace(x, shape=x.shape[:axis] + x.shape[axis + 1 :])
+
+
+# The device's own index along dimension ``axis`` (the lowering of a pmap over a value every
+# device holds whole gives each device its ``index``).
+axis_slice_p = Primitive(
+    "axis_slice",
+    Rules(
+        shape=_axis_slice_shape,
+        impl=lambda xp, x, *, axis, index=0: x[(slice(None),) * axis + (index,)],
+    ),
+)

@@ -104,7 +104,7 @@ def _psum_scatter(comm, mesh, positions, arrays, params) -> Buffers:
     ones = (1,) * len(rest)
     members = _positions_in(groups(mesh, axes), positions)
     got = comm.reduce_scatter(
-        [a.reshape(*ones, *block) for a in arrays], members, params["op"], src, dst
+        [a.reshape(*ones, *block) for a in arrays], members, "sum", src, dst
     )
     out = []
     for g in got:

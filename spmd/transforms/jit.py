@@ -278,23 +278,29 @@ def on_mesh(leaf: Any, mesh) -> ValueSharding | None:
 
 
 def program_mesh(name: str, leaves, program: Program, targets) -> Any:
-    """The one mesh a call uses: of its sharded arguments, constraints and out_shardings."""
+    """The one mesh a call uses: that of its constraints and per-device programs (shard_map,
+    pmap), else of its sharded arguments and out_shardings. Arguments on another mesh than
+    a per-device program's are moved to it."""
+    pinned = []
+    for eqn in program.equations:
+        if eqn.primitive is sharding_constraint_p:
+            pinned.append(("with_sharding_constraint", eqn.params["sharding"].mesh))
+        elif eqn.primitive.rules.per_device is not None:
+            pinned.append((eqn.primitive.name, eqn.params["mesh"]))
     found = []
     for i, leaf in enumerate(leaves):
         sharding = leaf.sharding if type(leaf) is Array else None
         if isinstance(sharding, NamedSharding) and sharding.mesh.size > 1:
             found.append((f"argument leaf {i}", sharding.mesh))
-    for eqn in program.equations:
-        if eqn.primitive is sharding_constraint_p:
-            found.append(("with_sharding_constraint", eqn.params["sharding"].mesh))
     for i, target in enumerate(targets):
         if isinstance(target, NamedSharding) and target.mesh.size > 1:
             found.append((f"out_shardings leaf {i}", target.mesh))
-    if not found:
+    checked = pinned if pinned else [f for f in found if f[0].startswith("argument")]
+    if not pinned and not found:
         return None
-    first_where, mesh = found[0]
-    for where, other in found[1:]:
-        if other != mesh and where.startswith(("argument", "with_")):
+    first_where, mesh = (pinned or found)[0]
+    for where, other in checked[1:]:
+        if other != mesh:
             raise ShardingError(
                 f"jit({name}): {where} is on mesh {other} but {first_where} is on mesh "
                 f"{mesh}; one call computes on one mesh. device_put the arguments onto one "

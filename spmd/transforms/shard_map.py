@@ -1,0 +1,312 @@
+"""shard_map: a function written for one device's blocks, run on every device of a mesh.
+
+The function is traced on block shapes, once per distinct set of block shapes (uneven
+splits give the tail devices smaller blocks); the traces must differ only in shapes,
+parameters and constants. The call becomes one ``shard_map`` equation whose layouts are
+fixed by the specs, so inside jit the partitioner brings the arguments to ``in_specs``
+and emits the body per device (spmd/transforms/manual.py); called eagerly it runs as a
+jit of that one equation.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+from spmd.core.aval import ShapedArray
+from spmd.core.axis_env import binding
+from spmd.core.primitive import Primitive, Rules
+from spmd.core.program import Literal, Program, Var
+from spmd.core.trace import EVAL_TRACE, ProgramTrace, aval_of, current_trace, tracing
+from spmd.errors import ShapeError, ShardingError, SpmdTypeError, aval_str
+from spmd.sharding.mesh import Mesh, current_mesh
+from spmd.sharding.reshard import value_layout
+from spmd.sharding.rules import Decision, ValueSharding
+from spmd.sharding.spec import PartitionSpec
+from spmd.transforms.manual import Held
+from spmd.transforms.replication import varying_axes
+from spmd.tree_util import tree_broadcast_prefix, tree_flatten, tree_unflatten
+
+Dims = tuple[tuple[str, ...], ...]
+
+
+def _no_impl(xp, *args, **params):
+    raise RuntimeError("internal error: shard_map ran outside the partitioner; please report it.")
+
+
+def _fixed(ins, outs, *, mesh, in_dims, out_dims, name, **params) -> Decision:
+    operands = tuple(ValueSharding(d) for d in in_dims)
+    results = tuple(ValueSharding(d) for d in out_dims)
+    return Decision(operands, results, f"shard_map({name}) lays it out by out_specs")
+
+
+def _lower(lowering, eqn, inputs: list[Held]) -> list[Held]:
+    params = eqn.params
+    results = lowering.run(list(params["bodies"]), params["body_of"], inputs)
+    for k, axes in params["unchecked"]:
+        atom = lowering.whole_value(results[k])
+        if isinstance(atom, Var):
+            results[k] = Held(lowering.broadcast_from_first(atom, axes))
+    return results
+
+
+shard_map_p = Primitive(
+    "shard_map",
+    Rules(
+        shape=lambda *avals, out_avals, **params: list(out_avals),
+        impl=_no_impl,
+        sharding=_fixed,
+        per_device=_lower,
+    ),
+    multiple_results=True,
+)
+
+
+def _is_spec(x: Any) -> bool:
+    return x is None or isinstance(x, PartitionSpec)
+
+
+class ShardMapped:
+    """``f`` mapped over the blocks of ``mesh``; call it like ``f``."""
+
+    def __init__(self, f: Callable, mesh, in_specs, out_specs, check_rep: bool) -> None:
+        self.f = f
+        self.mesh = mesh
+        self.in_specs = in_specs
+        self.out_specs = out_specs
+        self.check_rep = check_rep
+        self.name = getattr(f, "__name__", "f")
+        functools.update_wrapper(self, f)
+        self._jitted = None
+
+    def __call__(self, *args):
+        if current_trace() is EVAL_TRACE:
+            if self._jitted is None:
+                from spmd.transforms.jit import jit
+
+                self._jitted = jit(lambda *a: self._bind(a))
+            return self._jitted(*args)
+        return self._bind(args)
+
+    def _where(self) -> str:
+        return f"shard_map({self.name})"
+
+    def _mesh(self) -> Mesh:
+        mesh = self.mesh if self.mesh is not None else current_mesh()
+        if not isinstance(mesh, Mesh):
+            raise ShardingError(
+                f"{self._where()}: mesh must be an spmd.Mesh (or call it under `with mesh:`), "
+                f"got {mesh!r}."
+            )
+        return mesh
+
+    def _bind(self, args: tuple) -> Any:
+        mesh = self._mesh()
+        leaves, in_tree = tree_flatten(args)
+        specs = self._broadcast(self.in_specs, args, "in_specs", "arguments")
+        avals = [aval_of(leaf) for leaf in leaves]
+        in_dims = [
+            _dims(mesh, spec, aval, f"{self._where()} argument {i} ({aval})", "in_specs")
+            for i, (spec, aval) in enumerate(zip(specs, avals, strict=True))
+        ]
+        block_shapes = [_blocks(mesh, d, a.shape) for d, a in zip(in_dims, avals, strict=True)]
+        signatures = list(zip(*block_shapes, strict=True)) if leaves else [()] * mesh.size
+        distinct = list(dict.fromkeys(signatures))
+        body_of = tuple(distinct.index(s) for s in signatures)
+        traced = [self._trace(mesh, sig, avals, in_tree) for sig in distinct]
+        out_tree = traced[0][1]
+        for _, other in traced[1:]:
+            if other != out_tree:
+                raise ShapeError(
+                    f"{self._where()}: the function returned {other} for one block shape and "
+                    f"{out_tree} for another; it must return the same structure for every block."
+                )
+        bodies, consts = _close([p for p, _ in traced], self._where())
+        placeholders = tree_unflatten(out_tree, [0] * len(bodies[0].outvars))
+        out_specs = self._broadcast(self.out_specs, placeholders, "out_specs", "results")
+        out_dims = [
+            _dims(mesh, spec, v.aval, f"{self._where()} output {i} ({v.aval})", "out_specs")
+            for i, (spec, v) in enumerate(zip(out_specs, bodies[0].outvars, strict=True))
+        ]
+        unchecked = self._replication(mesh, bodies[0], len(consts), in_dims, out_dims, out_specs)
+        out_avals = [
+            _global_aval(mesh, [b.outvars[k].aval for b in bodies], body_of, out_dims[k], k)
+            for k in range(len(out_dims))
+        ]
+        outs = shard_map_p.bind(
+            *consts,
+            *leaves,
+            mesh=mesh,
+            in_dims=tuple([((),) * aval_of(c).ndim for c in consts] + in_dims),
+            out_dims=tuple(out_dims),
+            bodies=tuple(bodies),
+            body_of=body_of,
+            out_avals=tuple(out_avals),
+            unchecked=tuple(unchecked),
+            name=self.name,
+        )
+        return tree_unflatten(out_tree, outs)
+
+    def _broadcast(self, specs, tree, argument: str, of: str) -> list:
+        try:
+            full = tree_broadcast_prefix(specs, tree, is_leaf=_is_spec)
+        except ValueError as error:
+            raise ShardingError(
+                f"{self._where()}: {argument} {specs!r} does not match the structure of the "
+                f"{of}: it must be a PartitionSpec or a tree of them shaped like the {of} "
+                f"(a prefix of it). ({error})"
+            ) from None
+        leaves, _ = tree_flatten(full, is_leaf=_is_spec)
+        return [PartitionSpec() if s is None else s for s in leaves]
+
+    def _trace(self, mesh: Mesh, signature, avals, in_tree) -> tuple[Program, Any]:
+        trace = ProgramTrace()
+        tracers = [
+            trace.new_arg(ShapedArray(tuple(shape), a.dtype, a.weak_type))
+            for shape, a in zip(signature, avals, strict=True)
+        ]
+        with tracing(trace), binding(dict(mesh.shape)):
+            args = tree_unflatten(in_tree, tracers)
+            out = self.f(*args)
+        out_leaves, out_tree = tree_flatten(out)
+        return trace.finish([t.node for t in tracers], out_leaves), out_tree
+
+    def _replication(self, mesh, body, nconsts, in_dims, out_dims, out_specs) -> list:
+        """Outputs claimed replicated over axes they vary over: an error with check_rep,
+        else ``(output, axes)`` pairs whose first device's value every device takes."""
+        split = [frozenset(a for dim in dims for a in dim) for dims in in_dims]
+        inputs = [frozenset()] * nconsts + split
+        unchecked = []
+        for k, (varies, dims) in enumerate(zip(varying_axes(body, inputs), out_dims, strict=True)):
+            mentioned = {a for d in dims for a in d}
+            bad = [a for a in mesh.axis_names if a in varies and a not in mentioned]
+            if not bad:
+                continue
+            if self.check_rep:
+                axis = bad[0]
+                raise ShardingError(
+                    f"{self._where()}: out_specs {out_specs[k]} for output {k} says it is "
+                    f"replicated over mesh axis {axis!r}, but it varies over {axis!r}: it is "
+                    f"computed from blocks split over {axis!r} with no psum, pmean or "
+                    f"all_gather over {axis!r}. Name {axis!r} in its out_specs entry, "
+                    f"combine it with spmd.lax.psum(x, {axis!r}), or pass check_rep=False to "
+                    f"take the first device's value along {axis!r}."
+                )
+            unchecked.append((k, tuple(bad)))
+        return unchecked
+
+
+def _dims(mesh: Mesh, spec, aval, who: str, argument: str) -> Dims:
+    if not isinstance(spec, PartitionSpec):
+        raise SpmdTypeError(f"{who}: {argument} entries must be PartitionSpecs, got {spec!r}.")
+    if len(spec) > aval.ndim:
+        raise ShardingError(
+            f"{who}: {argument} entry {spec} has {len(spec)} entries but the value has rank "
+            f"{aval.ndim}; give at most one entry per dimension."
+        )
+    for name in spec.axis_names:
+        if name not in mesh.axis_names:
+            raise ShardingError(
+                f"{who}: {argument} entry {spec} names mesh axis {name!r}, but the mesh has "
+                f"axes {mesh.axis_names!r}."
+            )
+    return spec.dims(aval.ndim)
+
+
+def _blocks(mesh: Mesh, dims: Dims, shape) -> list[tuple[int, ...]]:
+    layout = value_layout(mesh, dims, tuple(shape))
+    return [layout.block_shape(b) for b in layout.blocks]
+
+
+def _close(programs: list[Program], where: str) -> tuple[list[Program], list]:
+    """The programs with their constants as leading invars, in one shared order, after
+    checking that they differ only in shapes, parameters and literal values."""
+    consts: dict[int, Any] = {}
+    for p in programs:
+        for c in p.consts:
+            consts.setdefault(id(c), c)
+    order = list(consts)
+    closed = []
+    for p in programs:
+        own = {id(c): v for c, v in zip(p.consts, p.constvars, strict=True)}
+        lead = [own[i] if i in own else Var(aval_of(consts[i]).strong()) for i in order]
+        closed.append(Program([], lead + list(p.invars), p.equations, p.outvars))
+    first = _skeleton(closed[0])
+    for p in closed[1:]:
+        if _skeleton(p) != first:
+            raise ShapeError(
+                f"{where}: the function traces to different programs for different block "
+                f"shapes (uneven splits give the last devices smaller blocks). Make every split "
+                f"dimension a multiple of its mesh axes' size, or write the function so that "
+                f"only shapes change with the block."
+            )
+    return closed, list(consts.values())
+
+
+def _skeleton(program: Program) -> tuple:
+    """A program's structure: its primitives and how values flow, without shapes."""
+    ids: dict[Var, tuple] = {v: ("in", i) for i, v in enumerate(program.invars)}
+
+    def ref(atom) -> tuple:
+        return ("literal", str(atom.aval.dtype)) if isinstance(atom, Literal) else ids[atom]
+
+    equations = []
+    for k, eqn in enumerate(program.equations):
+        equations.append((eqn.primitive, tuple(map(ref, eqn.inputs)), len(eqn.outputs)))
+        ids.update((v, ("eqn", k, j)) for j, v in enumerate(eqn.outputs))
+    return tuple(equations), tuple(map(ref, program.outvars))
+
+
+def _global_aval(mesh: Mesh, block_avals, body_of, dims: Dims, k: int) -> ShapedArray:
+    """The global value whose ``dims`` layout has exactly the blocks the bodies return."""
+    blocks = [block_avals[b] for b in body_of]
+    first = blocks[0]
+    if any(a.dtype != first.dtype for a in blocks):
+        raise ShapeError(f"shard_map output {k} has different dtypes for different blocks.")
+    layout = value_layout(mesh, dims, (0,) * len(dims))
+    shape = []
+    for d in range(first.ndim):
+        sizes: dict[int, int] = {}
+        for block, aval in zip(layout.blocks, blocks, strict=True):
+            sizes.setdefault(block[d], aval.shape[d])
+        shape.append(sum(sizes.values()))
+    expected = _blocks(mesh, dims, tuple(shape))
+    got = [a.shape for a in blocks]
+    if expected != got:
+        raise ShapeError(
+            f"shard_map output {k}: the devices' blocks {sorted(set(got))} do not form one "
+            f"{aval_str(shape, first.dtype)} split by out_specs (that split gives blocks "
+            f"{sorted(set(expected))}: equal blocks, the last ones smaller). Return blocks of "
+            f"one shape, or split that output as its input was."
+        )
+    return ShapedArray(tuple(shape), first.dtype, first.weak_type)
+
+
+def shard_map(
+    f: Callable | None = None,
+    mesh: Mesh | None = None,
+    in_specs: Any = None,
+    out_specs: Any = None,
+    check_rep: bool = True,
+    *,
+    check_vma: bool | None = None,
+):
+    """Run ``f`` on every device's blocks: ``in_specs`` say how the arguments split into
+    blocks, ``out_specs`` how the returned blocks assemble.
+
+    Example: ``shard_map(lambda b: spmd.lax.psum(b.sum(), 'x'), mesh, in_specs=P('x'),
+    out_specs=P())(x)`` sums ``x`` over all devices.
+    """
+    if check_vma is not None:
+        check_rep = check_vma
+    if f is None:
+        return lambda g: ShardMapped(g, mesh, in_specs, out_specs, check_rep)
+    if in_specs is None:
+        in_specs = PartitionSpec()
+    if out_specs is None:
+        raise SpmdTypeError("shard_map needs out_specs: how the returned blocks assemble.")
+    return ShardMapped(f, mesh, in_specs, out_specs, check_rep)
+
+
+smap = shard_map
