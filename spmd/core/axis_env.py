@@ -14,6 +14,11 @@ _bound: contextvars.ContextVar[Mapping[str, int]] = contextvars.ContextVar(
     "spmd_axis_env", default=MappingProxyType({})
 )
 
+# The axis names of the pmaps whose functions are being traced, outermost first.
+pmap_levels: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar(
+    "spmd_pmap_levels", default=()
+)
+
 
 @contextlib.contextmanager
 def binding(sizes: Mapping[str, int]) -> Iterator[None]:

@@ -77,7 +77,7 @@ class Jitted:
         self.out_shardings = out_shardings
         self.donate_argnums = _as_tuple(donate_argnums)
         self._cache: dict = {}
-        functools.update_wrapper(self, fun)
+        functools.update_wrapper(self, fun, updated=())
 
     def _split(self, args: tuple, kwargs: dict):
         if not self.static_argnums and not self.static_argnames:

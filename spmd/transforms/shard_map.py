@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from spmd.core.aval import ShapedArray
-from spmd.core.axis_env import binding
+from spmd.core.axis_env import binding, bound_axes, pmap_levels
 from spmd.core.primitive import Primitive, Rules
 from spmd.core.program import Literal, Program, Var
 from spmd.core.trace import EVAL_TRACE, ProgramTrace, aval_of, current_trace, tracing
@@ -77,7 +77,7 @@ class ShardMapped:
         self.out_specs = out_specs
         self.check_rep = check_rep
         self.name = getattr(f, "__name__", "f")
-        functools.update_wrapper(self, f)
+        functools.update_wrapper(self, f, updated=())
         self._jitted = None
 
     def __call__(self, *args):
@@ -102,6 +102,11 @@ class ShardMapped:
         return mesh
 
     def _bind(self, args: tuple) -> Any:
+        if pmap_levels.get() or bound_axes():
+            raise ShardingError(
+                f"{self._where()} inside a pmap or another shard_map is not supported; use "
+                f"one shard_map over a mesh with all the axes."
+            )
         mesh = self._mesh()
         leaves, in_tree = tree_flatten(args)
         specs = self._broadcast(self.in_specs, args, "in_specs", "arguments")

@@ -1,0 +1,376 @@
+"""pmap: map a function over a leading axis across devices; nested pmaps map over a grid.
+
+The function is traced on one slice (the mapped axis removed) with its axis name bound.
+A pmap called while tracing another pmap's function records a nested ``pmap`` equation;
+the outermost one collects the nested axis names and sizes and runs everything on a mesh
+whose axes are those names, one device per index. Like shard_map, a pmap is one equation
+with fixed layouts, lowered by the partitioner (spmd/transforms/manual.py): results stay
+split over the mapped devices, so chained pmaps move no data.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from spmd.core.aval import ShapedArray
+from spmd.core.axes import normalize_axis
+from spmd.core.axis_env import binding, bound_axes, pmap_levels
+from spmd.core.primitive import Primitive, Rules
+from spmd.core.program import Equation, Literal, Program, Var
+from spmd.core.trace import EVAL_TRACE, ProgramTrace, aval_of, current_trace, tracing
+from spmd.errors import ShapeError, ShardingError, SpmdTypeError
+from spmd.prims.collective import axis_slice_p
+from spmd.runtime.device import devices as all_devices
+from spmd.sharding.mesh import Mesh
+from spmd.sharding.rules import Decision, ValueSharding
+from spmd.transforms.manual import Held, Splits, splits_to_dims, whole
+from spmd.transforms.replication import varying_axes
+from spmd.tree_util import tree_broadcast_prefix, tree_flatten, tree_unflatten
+
+_fresh_names = itertools.count()
+
+
+def _no_impl(xp, *args, **params):
+    raise RuntimeError("internal error: pmap ran outside the partitioner; please report it.")
+
+
+def result_splits(params: dict) -> list[Splits]:
+    """How each result of a pmap equation lies at its level: split along its out axis over
+    the pmap's axis, and along nested pmaps' out axes over theirs."""
+    body, axis = params["body"], params["axis_name"]
+    produced = {
+        v: (eqn, j)
+        for eqn in body.equations
+        if eqn.primitive is pmap_p
+        for j, v in enumerate(eqn.outputs)
+    }
+    found = []
+    for atom, out_axis in zip(body.outvars, params["out_axes"], strict=True):
+        inner: Splits = ()
+        if isinstance(atom, Var) and atom in produced:
+            eqn, j = produced[atom]
+            inner = result_splits(eqn.params)[j]
+        if out_axis is None:
+            found.append(inner)
+        else:
+            shifted = tuple((d + (d >= out_axis), a) for d, a in inner)
+            found.append(((out_axis, axis), *shifted))
+    return found
+
+
+def _fixed(ins, outs, **params) -> Decision:
+    axis = params["axis_name"]
+    operands = []
+    for aval, in_axis in zip(ins, params["in_axes"], strict=True):
+        splits = () if in_axis is None else ((in_axis, axis),)
+        operands.append(ValueSharding(splits_to_dims(splits, aval.ndim)))
+    results = tuple(
+        ValueSharding(splits_to_dims(s, aval.ndim))
+        for s, aval in zip(result_splits(params), outs, strict=True)
+    )
+    return Decision(tuple(operands), results, f"pmap({params['name']}) maps it over devices")
+
+
+def _lower(lowering, eqn, inputs: list[Held]) -> list[Held]:
+    params = eqn.params
+    axis = params["axis_name"]
+    inner = []
+    root = params.get("mesh") is not None  # the partitioner split mapped operands already
+    for held, in_axis in zip(inputs, params["in_axes"], strict=True):
+        if root and in_axis is not None:
+            held = Held(held.atom, ((in_axis, axis),))
+        if in_axis is None:
+            inner.append(Held(lowering.whole_value(held)))
+        elif (in_axis, axis) in held.splits:
+            atom = held.atom
+            for dim, other in held.splits:
+                if (dim, other) != (in_axis, axis):
+                    atom = lowering.gather(atom, dim, other)
+            shape = atom.aval.shape[:in_axis] + atom.aval.shape[in_axis + 1 :]
+            inner.append(Held(lowering.reshape(atom, shape)))
+        else:
+            inner.append(Held(_own_slice(lowering, lowering.whole_value(held), in_axis, axis)))
+    body = params["body"]
+    results = lowering.run([body], (0,) * lowering.count, inner)
+    found = []
+    for held, out_axis in zip(results, params["out_axes"], strict=True):
+        if out_axis is None:
+            found.append(held)
+            continue
+        atom = held.atom
+        if isinstance(atom, Literal):
+            value = np.asarray(atom.value, atom.aval.dtype)
+            atom = lowering.per_device(atom.aval, [value] * lowering.count)
+        shape = (*atom.aval.shape[:out_axis], 1, *atom.aval.shape[out_axis:])
+        shifted = tuple((d + (d >= out_axis), a) for d, a in held.splits)
+        found.append(Held(lowering.reshape(atom, shape), ((out_axis, axis), *shifted)))
+    return found
+
+
+def _own_slice(lowering, atom, dim: int, axis: str) -> Var:
+    """Each device's index along ``dim`` of a value it holds whole (its coordinate on
+    ``axis``)."""
+    out = Var(axis_slice_p.rules.shape(atom.aval, axis=dim))
+    eqn = Equation(axis_slice_p, [atom], [out], {"axis": dim})
+    params = tuple(
+        {"axis": dim, "index": lowering.index_along((axis,), p)} for p in range(lowering.count)
+    )
+    lowering.steps.append(lowering.kinds.Compute(eqn, (atom,), (out,), (whole(out.aval),), params))
+    return out
+
+
+def _varying(eqn, operands: list[frozenset]) -> list[frozenset]:
+    """A nested pmap's results vary as its body's do, less its own axis where stacked."""
+    params = eqn.params
+    axis = params["axis_name"]
+    inner = [
+        v if a is None else v | {axis} for v, a in zip(operands, params["in_axes"], strict=True)
+    ]
+    outs = varying_axes(params["body"], inner)
+    return [v if o is None else v - {axis} for v, o in zip(outs, params["out_axes"], strict=True)]
+
+
+pmap_p = Primitive(
+    "pmap",
+    Rules(
+        shape=lambda *avals, out_avals, **params: list(out_avals),
+        impl=_no_impl,
+        sharding=_fixed,
+        per_device=_lower,
+    ),
+    multiple_results=True,
+)
+pmap_p.varying = _varying
+
+
+class Pmapped:
+    """``fun`` mapped over a leading axis of its arguments, one device per index."""
+
+    def __init__(self, fun, axis_name, in_axes, out_axes, static_argnums, devices) -> None:
+        self.fun = fun
+        self.name = getattr(fun, "__name__", "f")
+        self.axis_name = axis_name if axis_name is not None else f"_pmap{next(_fresh_names)}"
+        self.in_axes = in_axes
+        self.out_axes = out_axes
+        self.static_argnums = tuple(static_argnums)
+        self.devices = None if devices is None else list(devices)
+        functools.update_wrapper(self, fun, updated=())
+        self._jitted = None
+
+    def __call__(self, *args):
+        if current_trace() is EVAL_TRACE:
+            if self._jitted is None:
+                from spmd.transforms.jit import jit
+
+                self._jitted = jit(lambda *a: self._bind(a), static_argnums=self.static_argnums)
+            return self._jitted(*args)
+        return self._bind(args)
+
+    def _where(self) -> str:
+        return f"pmap({self.name})"
+
+    def _bind(self, args: tuple) -> Any:
+        nested = bool(pmap_levels.get())
+        if not nested and bound_axes():
+            raise ShardingError(
+                f"{self._where()} inside shard_map is not supported; map over the mesh with "
+                f"shard_map's in_specs instead."
+            )
+        if self.axis_name in bound_axes():
+            raise ShardingError(
+                f"{self._where()}: axis name {self.axis_name!r} is already bound by an outer "
+                f"pmap; give each nested pmap its own axis_name."
+            )
+        static = {i: args[i] for i in self.static_argnums if i < len(args)}
+        dynamic = tuple(a for i, a in enumerate(args) if i not in static)
+        leaves, in_tree = tree_flatten(dynamic)
+        in_axes = self._in_axes(dynamic, leaves)
+        avals = [aval_of(leaf) for leaf in leaves]
+        size = self._size(avals, in_axes)
+        body, out_tree, consts = self._trace(static, in_tree, avals, in_axes, size)
+        out_axes = self._out_axes(out_tree, body)
+        self._check_unmapped(body, len(consts), in_axes, out_axes)
+        out_avals = []
+        for v, out_axis in zip(body.outvars, out_axes, strict=True):
+            shape = v.aval.shape
+            if out_axis is not None:
+                shape = (*shape[:out_axis], size, *shape[out_axis:])
+            out_avals.append(ShapedArray(shape, v.aval.dtype, v.aval.weak_type))
+        params = dict(
+            body=body,
+            axis_name=self.axis_name,
+            axis_size=size,
+            in_axes=(None,) * len(consts) + tuple(in_axes),
+            out_axes=tuple(out_axes),
+            out_avals=tuple(out_avals),
+            name=self.name,
+        )
+        if not nested:
+            params["mesh"] = self._mesh(size, body)
+        outs = pmap_p.bind(*consts, *leaves, **params)
+        return tree_unflatten(out_tree, outs)
+
+    def _in_axes(self, dynamic: tuple, leaves: list) -> list[int | None]:
+        prefix = self.in_axes
+        if isinstance(prefix, list):
+            prefix = tuple(prefix)
+        if isinstance(prefix, tuple) and len(prefix) != len(dynamic):
+            raise SpmdTypeError(
+                f"{self._where()}: in_axes has {len(prefix)} entries but the call passed "
+                f"{len(dynamic)} (non-static) arguments; give one entry per argument."
+            )
+        try:
+            full = tree_broadcast_prefix(prefix, dynamic, is_leaf=lambda x: x is None)
+        except ValueError as error:
+            raise SpmdTypeError(
+                f"{self._where()}: in_axes {self.in_axes!r} must be an int, None, or a tree "
+                f"of them shaped like the arguments ({error})."
+            ) from None
+        axes, _ = tree_flatten(full, is_leaf=lambda x: x is None)
+        result = []
+        for i, (axis, leaf) in enumerate(zip(axes, leaves, strict=True)):
+            if axis is None:
+                result.append(None)
+                continue
+            aval = aval_of(leaf)
+            result.append(
+                normalize_axis(axis, aval.ndim, self._where(), f"argument {i} ({aval})", "in_axes")
+            )
+        return result
+
+    def _size(self, avals, in_axes) -> int:
+        sizes = {
+            i: a.shape[axis]
+            for i, (a, axis) in enumerate(zip(avals, in_axes, strict=True))
+            if axis is not None
+        }
+        if not sizes:
+            raise ShapeError(
+                f"{self._where()} needs at least one mapped argument (in_axes all None)."
+            )
+        if len(set(sizes.values())) > 1:
+            shown = ", ".join(f"argument {i}: {n}" for i, n in sizes.items())
+            raise ShapeError(
+                f"{self._where()}: mapped axes have different sizes ({shown}); every mapped "
+                f"argument needs the same size along its in_axes."
+            )
+        return next(iter(sizes.values()))
+
+    def _trace(self, static, in_tree, avals, in_axes, size):
+        trace = ProgramTrace()
+        tracers = []
+        for aval, axis in zip(avals, in_axes, strict=True):
+            shape = aval.shape if axis is None else aval.shape[:axis] + aval.shape[axis + 1 :]
+            tracers.append(trace.new_arg(ShapedArray(shape, aval.dtype, aval.weak_type)))
+        token = pmap_levels.set((*pmap_levels.get(), self.axis_name))
+        try:
+            with tracing(trace), binding({self.axis_name: size}):
+                dynamic = list(tree_unflatten(in_tree, tracers))
+                for i in sorted(static):
+                    dynamic.insert(i, static[i])
+                out = self.fun(*dynamic)
+        finally:
+            pmap_levels.reset(token)
+        out_leaves, out_tree = tree_flatten(out)
+        program = trace.finish([t.node for t in tracers], out_leaves)
+        closed = Program(
+            [], [*program.constvars, *program.invars], program.equations, program.outvars
+        )
+        return closed, out_tree, program.consts
+
+    def _out_axes(self, out_tree, body: Program) -> list[int | None]:
+        placeholders = tree_unflatten(out_tree, [0] * len(body.outvars))
+        try:
+            full = tree_broadcast_prefix(self.out_axes, placeholders, is_leaf=lambda x: x is None)
+        except ValueError as error:
+            raise SpmdTypeError(
+                f"{self._where()}: out_axes {self.out_axes!r} must be an int, None, or a tree "
+                f"of them shaped like the results ({error})."
+            ) from None
+        axes, _ = tree_flatten(full, is_leaf=lambda x: x is None)
+        result = []
+        for k, (axis, v) in enumerate(zip(axes, body.outvars, strict=True)):
+            if axis is None:
+                result.append(None)
+            else:
+                of = f"result {k} ({v.aval}) with the mapped axis"
+                result.append(normalize_axis(axis, v.aval.ndim + 1, self._where(), of, "out_axes"))
+        return result
+
+    def _check_unmapped(self, body, nconsts, in_axes, out_axes) -> None:
+        inputs = [frozenset()] * nconsts + [
+            frozenset() if a is None else frozenset({self.axis_name}) for a in in_axes
+        ]
+        for k, (varies, out_axis) in enumerate(
+            zip(varying_axes(body, inputs), out_axes, strict=True)
+        ):
+            if out_axis is None and self.axis_name in varies:
+                raise ShardingError(
+                    f"{self._where()}: out_axes is None for result {k}, so it must be the same "
+                    f"on every device, but it varies over {self.axis_name!r}. Map it "
+                    f"(out_axes=0) or combine it with spmd.lax.psum(x, {self.axis_name!r})."
+                )
+
+    def _mesh(self, size: int, body: Program) -> Mesh:
+        names = [self.axis_name]
+        sizes = [size]
+        for name, n in _nested_axes(body):
+            if name in names:
+                if sizes[names.index(name)] != n:
+                    raise ShapeError(
+                        f"{self._where()}: nested pmaps over axis {name!r} have sizes "
+                        f"{sizes[names.index(name)]} and {n}; one axis name has one size."
+                    )
+                continue
+            names.append(name)
+            sizes.append(n)
+        needed = int(np.prod(sizes))
+        available = self.devices if self.devices is not None else all_devices()
+        if needed > len(available):
+            shown = " × ".join(f"{n} ({a!r})" for a, n in zip(names, sizes, strict=True))
+            raise ShardingError(
+                f"{self._where()} maps over {shown} = {needed} devices, but "
+                f"{len(available)} are available. Map over fewer indices (reshape the "
+                f"input), or start with more devices (SPMD_NUM_CPU_DEVICES)."
+            )
+        grid = np.empty(needed, dtype=object)
+        grid[:] = available[:needed]
+        return Mesh(grid.reshape(sizes), tuple(names))
+
+
+def _nested_axes(body: Program) -> list[tuple[str, int]]:
+    found = []
+    for eqn in body.equations:
+        if eqn.primitive is pmap_p:
+            found.append((eqn.params["axis_name"], eqn.params["axis_size"]))
+            found.extend(_nested_axes(eqn.params["body"]))
+    return found
+
+
+def pmap(
+    fun: Callable | None = None,
+    axis_name: str | None = None,
+    *,
+    in_axes: Any = 0,
+    out_axes: Any = 0,
+    static_broadcasted_argnums: int | Sequence[int] = (),
+    devices: Sequence | None = None,
+    backend: str | None = None,
+):
+    """Map ``fun`` over axis ``in_axes`` of its arguments, one index per device; results
+    stack along ``out_axes`` and stay split over those devices.
+
+    Example: ``spmd.pmap(lambda v: v / spmd.lax.psum(v, 'i'), axis_name='i')(x)``.
+    Nested pmaps with distinct axis names map over a grid of devices.
+    """
+    if isinstance(static_broadcasted_argnums, int):
+        static_broadcasted_argnums = (static_broadcasted_argnums,)
+    options = (axis_name, in_axes, out_axes, static_broadcasted_argnums, devices)
+    if fun is None:
+        return lambda f: Pmapped(f, *options)
+    return Pmapped(fun, *options)
