@@ -40,6 +40,9 @@ from spmd.sharding import (
     make_mesh,
 )
 from spmd.transforms.jit import jit, make_jaxpr
+from spmd.transforms.pmap import pmap
+from spmd.transforms.shard_map import shard_map, smap
+from spmd.transforms.shards import num_shards, pmap_shards, shard, stack
 
 __version__ = "0.1.0"
 
@@ -79,10 +82,17 @@ __all__ = [
     "make_jaxpr",
     "make_mesh",
     "nn",
+    "num_shards",
     "numpy",
+    "pmap",
+    "pmap_shards",
     "process_count",
     "process_index",
     "random",
+    "shard",
+    "shard_map",
     "sharding",
+    "smap",
+    "stack",
     "tree_util",
 ]
