@@ -103,9 +103,7 @@ def _psum_scatter(comm, mesh, positions, arrays, params) -> Buffers:
     dst = _stacked(mesh, positions, lead, block, [*rest, *spec])
     ones = (1,) * len(rest)
     members = _positions_in(groups(mesh, axes), positions)
-    got = comm.reduce_scatter(
-        [a.reshape(*ones, *block) for a in arrays], members, "sum", src, dst
-    )
+    got = comm.reduce_scatter([a.reshape(*ones, *block) for a in arrays], members, "sum", src, dst)
     out = []
     for g in got:
         g = g.reshape(g.shape[len(rest) :])

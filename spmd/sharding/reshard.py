@@ -109,8 +109,8 @@ def _combinations(mesh, shape, itemsize, src: ValueSharding, dst: ValueSharding)
             parts = math.prod(mesh.shape[a] for a in placed)
             replicas = k // parts  # devices of a group that end up with the same block
             # As a transport does it: scatter over the placed axes, all-reduce the rest.
-            held = _block_bytes(mesh, shape, itemsize, target)
-            moved = total * (parts - 1) // parts + 2 * held * (replicas - 1) // replicas
+            scattered = _block_bytes(mesh, shape, itemsize, target)
+            moved = total * (parts - 1) // parts + 2 * scattered * (replicas - 1) // replicas
             result = ValueSharding(target)
             found.append(Step("reduce-scatter", src.pending, src, result, moved))
     result = ValueSharding(src.dims)

@@ -295,9 +295,12 @@ def program_mesh(name: str, leaves, program: Program, targets) -> Any:
     for i, target in enumerate(targets):
         if isinstance(target, NamedSharding) and target.mesh.size > 1:
             found.append((f"out_shardings leaf {i}", target.mesh))
-    checked = pinned if pinned else [f for f in found if f[0].startswith("argument")]
     if not pinned and not found:
         return None
+    # Arguments move to a per-device program's mesh; elsewhere they must share one mesh.
+    moved = any(not where.startswith("with_") for where, _ in pinned)
+    arguments = [] if moved else [f for f in found if f[0].startswith("argument")]
+    checked = pinned + arguments
     first_where, mesh = (pinned or found)[0]
     for where, other in checked[1:]:
         if other != mesh:

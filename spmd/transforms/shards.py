@@ -56,6 +56,12 @@ def stack(arrays: Sequence[Any], axis: int = 0) -> Array:
         raise ShapeError("spmd.stack needs at least one array.")
     values = [np.asarray(a) for a in arrays]
     shapes = {v.shape for v in values}
+    ndim = values[0].ndim + 1
+    if not -ndim <= axis < ndim:
+        raise ShapeError(
+            f"spmd.stack: axis {axis} is out of range for stacking arrays of rank {ndim - 1}; "
+            f"use an axis in [{-ndim}, {ndim})."
+        )
     if len(shapes) > 1:
         raise ShapeError(
             f"spmd.stack needs arrays of one shape, got shapes {sorted(shapes)}; cut blocks "
@@ -88,18 +94,18 @@ def pmap_shards(f: Callable, shards: Sequence, axis_name: str | None = None) -> 
         _stacked([leaves[k] for leaves, _ in trees], devices, mesh, k)
         for k in range(len(first_leaves))
     ]
-    out = _pmapped(f, axis_name)(*tree_unflatten(in_tree, stacked))
+    out = _pmapped(f, axis_name, tuple(devices))(*tree_unflatten(in_tree, stacked))
     out_leaves, out_tree = tree_flatten(out)
     results = []
     for d in devices:
-        blocks = [_on_device(leaf._buffers[d][0], d) for leaf in out_leaves]
+        blocks = [_on_device(leaf._buffers[d][0, ...], d) for leaf in out_leaves]
         results.append(tree_unflatten(out_tree, blocks))
     return results
 
 
 @functools.lru_cache(maxsize=256)
-def _pmapped(f: Callable, axis_name: str | None):
-    return pmap(f, axis_name if axis_name is not None else SHARD_AXIS)
+def _pmapped(f: Callable, axis_name: str | None, devices: tuple):
+    return pmap(f, axis_name if axis_name is not None else SHARD_AXIS, devices=devices)
 
 
 def _axis(axis: int, ndim: int, who: str) -> int:
