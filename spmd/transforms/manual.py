@@ -101,7 +101,7 @@ class Lowering:
         outputs = [Var(v.aval) for v in eqn.outputs]
         if primitive in VARIES:
             shapes = [per_body[b].inputs[0].aval for b in body_of]
-            self._check_groups(primitive.name, eqn.params["axes"], shapes)
+            check_groups(self.mesh, primitive.name, eqn.params["axes"], shapes)
             nbytes = _bytes(primitive.name, eqn.params, shapes)
             self.steps.append(
                 self.kinds.Collective(primitive.name, eqn.params, inputs[0], outputs[0], nbytes)
@@ -145,18 +145,6 @@ class Lowering:
             index = index * sizes[a] + coord[a]
         return index
 
-    def _check_groups(self, name: str, axes, avals) -> None:
-        for group in groups(self.mesh, axes):
-            found = {avals[p].shape for p in group}
-            if len(found) > 1:
-                shown = " and ".join(aval_str(s, avals[group[0]].dtype) for s in sorted(found))
-                raise ShapeError(
-                    f"{name} over {axes!r} combines blocks of different shapes ({shown}): the "
-                    f"shard_map inputs are split unevenly. Make each split dimension a multiple "
-                    f"of its mesh axes' size (pad the input), or move the collective to values "
-                    f"of one shape, such as a block's sum."
-                )
-
     # --- splits (nested pmap) -----------------------------------------------------------
 
     def whole_value(self, held: Held):
@@ -195,6 +183,20 @@ class Lowering:
         params = {"axes": axes}
         self.steps.append(self.kinds.Collective("broadcast", params, atom, out, nbytes))
         return out
+
+
+def check_groups(mesh: Mesh, name: str, axes, avals) -> None:
+    """A collective combines blocks of one shape: ``avals[p]`` is device position ``p``'s."""
+    for group in groups(mesh, axes):
+        found = {avals[p].shape for p in group}
+        if len(found) > 1:
+            shown = " and ".join(aval_str(s, avals[group[0]].dtype) for s in sorted(found))
+            raise ShapeError(
+                f"{name} over {axes!r} combines blocks of different shapes ({shown}): the "
+                f"shard_map inputs are split unevenly. Make each split dimension a multiple "
+                f"of its mesh axes' size (pad the input), or move the collective to values "
+                f"of one shape, such as a block's sum."
+            )
 
 
 def _same_value(a, b) -> bool:

@@ -20,11 +20,12 @@ from spmd.core.primitive import Primitive, Rules
 from spmd.core.program import Literal, Program, Var
 from spmd.core.trace import EVAL_TRACE, ProgramTrace, aval_of, current_trace, tracing
 from spmd.errors import ShapeError, ShardingError, SpmdTypeError, aval_str
+from spmd.prims.collective import VARIES
 from spmd.sharding.mesh import Mesh, current_mesh
 from spmd.sharding.reshard import value_layout
 from spmd.sharding.rules import Decision, ValueSharding
 from spmd.sharding.spec import PartitionSpec
-from spmd.transforms.manual import Held
+from spmd.transforms.manual import Held, check_groups
 from spmd.transforms.replication import varying_axes
 from spmd.tree_util import tree_broadcast_prefix, tree_flatten, tree_unflatten
 
@@ -128,6 +129,7 @@ class ShardMapped:
                     f"{out_tree} for another; it must return the same structure for every block."
                 )
         bodies, consts = _close([p for p, _ in traced], self._where())
+        _check_collectives(mesh, bodies, body_of)
         placeholders = tree_unflatten(out_tree, [0] * len(bodies[0].outvars))
         out_specs = self._broadcast(self.out_specs, placeholders, "out_specs", "results")
         out_dims = [
@@ -247,6 +249,15 @@ def _close(programs: list[Program], where: str) -> tuple[list[Program], list]:
                 f"only shapes change with the block."
             )
     return closed, list(consts.values())
+
+
+def _check_collectives(mesh: Mesh, bodies: list[Program], body_of) -> None:
+    if len(bodies) == 1:
+        return
+    for index, eqn in enumerate(bodies[0].equations):
+        if eqn.primitive in VARIES and eqn.inputs:
+            avals = [bodies[b].equations[index].inputs[0].aval for b in body_of]
+            check_groups(mesh, eqn.primitive.name, eqn.params["axes"], avals)
 
 
 def _skeleton(program: Program) -> tuple:
