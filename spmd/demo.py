@@ -72,7 +72,61 @@ def run() -> None:
         "spmd.jit(lambda v: v.sum(axis=0))(a)",
     )
     total = spmd.jit(lambda v: v.sum(axis=0))
-    console.print(total.lower(a).explain())
+    console.print(total.lower(a).explain(), markup=False)
     result = total(a)
     console.print(f"{np.asarray(result)} sharded {result.sharding.spec}")
     visualize_array_sharding(result)
+    _manual(mesh)
+
+
+def _manual(mesh: spmd.Mesh) -> None:
+    """shard_map, pmap and nested pmap: per-device code with explicit collectives."""
+    line = spmd.make_mesh((8,), ("x",))
+    step(
+        "shard_map: each device sees its block; ppermute passes blocks one device on",
+        "spmd.shard_map(lambda b: ppermute(b, 'x', [(i, (i + 1) % 8) ...]), line, "
+        "in_specs=P('x'), out_specs=P('x'))(np.arange(16))",
+    )
+    shift = [(i, (i + 1) % 8) for i in range(8)]
+    rolled = spmd.shard_map(
+        lambda b: spmd.lax.ppermute(b, "x", shift), line, in_specs=P("x"), out_specs=P("x")
+    )
+    console.print(np.asarray(rolled(np.arange(16))))
+
+    step(
+        "shard_map on uneven blocks: 11 elements over 8 devices, each minus the global mean",
+        "spmd.shard_map(lambda b: b - spmd.lax.psum(b.sum(), 'x') / 11, line, P('x'), P('x'))",
+    )
+    centered = spmd.shard_map(
+        lambda b: b - spmd.lax.psum(b.sum(), "x") / 11, line, in_specs=P("x"), out_specs=P("x")
+    )
+    console.print(np.asarray(centered(np.arange(11.0))))
+    console.print(spmd.jit(centered).lower(np.arange(11.0)).as_text(), markup=False)
+
+    step(
+        "check_rep: a value that differs per device cannot be claimed replicated",
+        "spmd.shard_map(lambda a: a * 2, line, in_specs=P('x'), out_specs=P())(x)",
+    )
+    try:
+        spmd.shard_map(lambda a: a * 2, line, in_specs=P("x"), out_specs=P())(np.arange(16.0))
+    except spmd.ShardingError as error:
+        console.print(f"[red]ShardingError[/]: {error}", highlight=False)
+
+    step(
+        "pmap: one index per device; results stay on their devices",
+        "spmd.pmap(lambda v: v / spmd.lax.psum(v, 'i'), 'i')(np.arange(1., 9.))",
+    )
+    share = spmd.pmap(lambda v: v / spmd.lax.psum(v, "i"), "i")(np.arange(1.0, 9.0))
+    console.print(np.round(np.asarray(share), 3), share.sharding)
+
+    step(
+        "Nested pmap over a 2×4 grid: psum over 'cols', index along 'rows'",
+        "spmd.pmap(spmd.pmap(lambda v: psum(v, 'cols') + axis_index('rows') * 100, 'cols'), "
+        "'rows')(np.arange(24).reshape(2, 4, 3))",
+    )
+    inner = spmd.pmap(
+        lambda v: spmd.lax.psum(v, "cols") + spmd.lax.axis_index("rows") * 100, "cols"
+    )
+    grid = spmd.pmap(inner, "rows")(np.arange(24).reshape(2, 4, 3))
+    console.print(np.asarray(grid))
+    visualize_array_sharding(grid[:, :, 0])
