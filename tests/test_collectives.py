@@ -176,3 +176,12 @@ def test_misuse_gets_clear_errors(line):
         spmd.shard_map(
             lambda a: ppermute(a, "x", [(0, 9)]), line, in_specs=P("x"), out_specs=P("x")
         )(np.ones(8))
+
+
+def test_uneven_bodies_may_differ_in_constants_and_keep_weak_types(line):
+    f = spmd.shard_map(lambda b: b * (b.shape[0] + 0.5), line, in_specs=P("x"), out_specs=P("x"))
+    x = np.arange(11, dtype=np.float32)
+    out = f(x)
+    assert out.dtype == np.float32
+    factors = np.array([2.5] * 10 + [1.5], np.float32)  # blocks of 2, then 1, then empty
+    np.testing.assert_array_equal(np.asarray(out), x * factors)

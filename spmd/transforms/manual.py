@@ -128,8 +128,7 @@ class Lowering:
         first = literals[0]
         if all(_same_value(x.value, first.value) for x in literals):
             return first
-        values = [np.asarray(literals[b].value, first.aval.dtype) for b in body_of]
-        return self.per_device(first.aval, values)
+        return self.per_device(first.aval, [literals[b].value for b in body_of])  # stay weak
 
     def per_device(self, aval, values: list) -> Var:
         var = Var(aval)
