@@ -22,7 +22,7 @@ import numpy as np
 
 from spmd.core.program import Equation, Literal, Program, Var
 from spmd.errors import ShapeError, aval_str
-from spmd.prims.collective import VARIES, all_gather_p, axis_index_p
+from spmd.prims.collective import VARIES, all_gather_p, axis_index_p, axis_slice_p
 from spmd.prims.shape import reshape_p
 from spmd.runtime.communicator import groups
 from spmd.sharding.mesh import Mesh
@@ -173,6 +173,17 @@ class Lowering:
         self.steps.append(
             self.kinds.Compute(eqn, (atom,), (out,), (whole(out.aval),), (eqn.params,) * self.count)
         )
+        return out
+
+    def own_slice(self, atom: Var, dim: int, axis: str) -> Var:
+        """Each device's index along ``dim`` of a value it holds whole: its coordinate on
+        ``axis``."""
+        out = Var(axis_slice_p.rules.shape(atom.aval, axis=dim))
+        eqn = Equation(axis_slice_p, [atom], [out], {"axis": dim})
+        params = tuple(
+            {"axis": dim, "index": self.index_along((axis,), p)} for p in range(self.count)
+        )
+        self.steps.append(self.kinds.Compute(eqn, (atom,), (out,), (whole(out.aval),), params))
         return out
 
     def broadcast_from_first(self, atom: Var, axes: tuple[str, ...]) -> Var:

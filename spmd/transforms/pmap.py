@@ -21,14 +21,13 @@ from spmd.core.aval import ShapedArray
 from spmd.core.axes import normalize_axis
 from spmd.core.axis_env import binding, bound_axes, pmap_levels
 from spmd.core.primitive import Primitive, Rules
-from spmd.core.program import Equation, Literal, Program, Var
+from spmd.core.program import Literal, Program, Var
 from spmd.core.trace import EVAL_TRACE, ProgramTrace, aval_of, current_trace, tracing
 from spmd.errors import ShapeError, ShardingError, SpmdTypeError
-from spmd.prims.collective import axis_slice_p
 from spmd.runtime.device import devices as all_devices
 from spmd.sharding.mesh import Mesh
 from spmd.sharding.rules import Decision, ValueSharding
-from spmd.transforms.manual import Held, Splits, splits_to_dims, whole
+from spmd.transforms.manual import Held, Splits, splits_to_dims
 from spmd.transforms.replication import varying_axes
 from spmd.tree_util import tree_broadcast_prefix, tree_flatten, tree_unflatten
 
@@ -94,7 +93,7 @@ def _lower(lowering, eqn, inputs: list[Held]) -> list[Held]:
             shape = atom.aval.shape[:in_axis] + atom.aval.shape[in_axis + 1 :]
             inner.append(Held(lowering.reshape(atom, shape)))
         else:
-            inner.append(Held(_own_slice(lowering, lowering.whole_value(held), in_axis, axis)))
+            inner.append(Held(lowering.own_slice(lowering.whole_value(held), in_axis, axis)))
     body = params["body"]
     results = lowering.run([body], (0,) * lowering.count, inner)
     found = []
@@ -110,18 +109,6 @@ def _lower(lowering, eqn, inputs: list[Held]) -> list[Held]:
         shifted = tuple((d + (d >= out_axis), a) for d, a in held.splits)
         found.append(Held(lowering.reshape(atom, shape), ((out_axis, axis), *shifted)))
     return found
-
-
-def _own_slice(lowering, atom, dim: int, axis: str) -> Var:
-    """Each device's index along ``dim`` of a value it holds whole (its coordinate on
-    ``axis``)."""
-    out = Var(axis_slice_p.rules.shape(atom.aval, axis=dim))
-    eqn = Equation(axis_slice_p, [atom], [out], {"axis": dim})
-    params = tuple(
-        {"axis": dim, "index": lowering.index_along((axis,), p)} for p in range(lowering.count)
-    )
-    lowering.steps.append(lowering.kinds.Compute(eqn, (atom,), (out,), (whole(out.aval),), params))
-    return out
 
 
 def _varying(eqn, operands: list[frozenset]) -> list[frozenset]:
