@@ -9,6 +9,7 @@ brought to the output shardings last. ``as_text`` prints the per-device program 
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -202,13 +203,29 @@ class _Builder:
 
         lowering = Lowering(self.part.mesh, self.part.steps)
         held = eqn.primitive.rules.per_device(lowering, eqn, [Held(a) for a in inputs])
+        renamed: dict[Var, Var] = {}
         for var, out, sharding in zip(eqn.outputs, held, results, strict=True):
             atom = out.atom
             if isinstance(atom, Literal):
                 value = np.asarray(atom.value, atom.aval.dtype)
                 atom = lowering.per_device(atom.aval, [value] * self.part.mesh.size)
-            self.part.steps.append(Alias(atom, var))
+            if not self._rename_last_output(atom, var, sharding):
+                self.part.steps.append(Alias(renamed.get(atom, atom), var))
+            renamed.setdefault(atom, var)
             self.have[var] = sharding
+
+    def _rename_last_output(self, atom, var: Var, sharding: ValueSharding) -> bool:
+        """Let the last step, when it computed ``atom``, write ``var`` instead (no step
+        after it can read ``atom``), so that no Alias ends its run of device work."""
+        last = self.part.steps[-1] if self.part.steps else None
+        if not isinstance(last, Compute) or not any(v is atom for v in last.outputs):
+            return False
+        outputs = tuple(var if v is atom else v for v in last.outputs)
+        shardings = tuple(
+            sharding if v is atom else s for v, s in zip(last.outputs, last.shardings, strict=True)
+        )
+        self.part.steps[-1] = dataclasses.replace(last, outputs=outputs, shardings=shardings)
+        return True
 
     def local_params(self, eqn: Equation, inputs: list, results) -> tuple[dict, ...]:
         count = self.part.mesh.size
