@@ -32,6 +32,9 @@ class Rules:
     # Calls of per-device programs (shard_map, pmap): per_device(lowering, eqn, inputs) emits
     # the body's steps (spmd/transforms/manual.py) and returns the results as held there.
     per_device: Callable[..., Any] | None = None
+    # varying(eqn, operands) -> per result, the mesh axes it varies over, given the operands'
+    # (collectives and nested pmaps; other primitives vary over their operands' union).
+    varying: Callable[..., Any] | None = None
     jvp: Callable[..., Any] | None = None
     transpose: Callable[..., Any] | None = None
 

@@ -3,8 +3,8 @@
 Each names the mesh axes it spans (``axes``) and the number of devices in a group
 (``size``). They have no single-device implementation: the partitioner turns them into
 Collective steps that the executor runs through its Communicator
-(spmd/runtime/collectives.py). ``VARIES`` says how each changes the set of mesh axes a value
-differs over, which shard_map's replication check follows.
+(spmd/runtime/collectives.py). Each one's ``varying`` rule says how it changes the set of
+mesh axes a value differs over, which shard_map's replication check follows.
 """
 
 from __future__ import annotations
@@ -18,13 +18,25 @@ from spmd.core.primitive import Primitive, Rules
 from spmd.errors import ShapeError, aval_str
 
 
-def _no_impl(name: str):
+def no_impl(name: str):
+    """The impl of a primitive that only the partitioner runs (lowered to per-device steps)."""
+
     def impl(xp, *args, **params):
         raise RuntimeError(
-            f"internal error: {name} ran outside a per-device program; please report this."
+            f"internal error: {name} ran outside the partitioner; please report this."
         )
 
     return impl
+
+
+def _drops_axes(eqn, operands: list[frozenset]) -> list[frozenset]:
+    """Every device of a group holds the same result: it no longer varies over the axes."""
+    return [frozenset().union(*operands) - set(eqn.params["axes"])]
+
+
+def _adds_axes(eqn, operands: list[frozenset]) -> list[frozenset]:
+    """Each device of a group holds its own result: it varies over the axes."""
+    return [frozenset().union(*operands) | set(eqn.params["axes"])]
 
 
 def _same(x: ShapedArray, **params) -> ShapedArray:
@@ -78,29 +90,20 @@ def _axis_index_shape(*, axes, size) -> ShapedArray:
     return ShapedArray((), np.dtype(np.int32))
 
 
-def _collective(name: str, shape) -> Primitive:
-    return Primitive(name, Rules(shape=shape, impl=_no_impl(name)))
+def _collective(name: str, shape, varying) -> Primitive:
+    return Primitive(name, Rules(shape=shape, impl=no_impl(name), varying=varying))
 
 
 # op: "sum", "max" or "min"
-psum_p = _collective("psum", _same)
-all_gather_p = _collective("all_gather", _all_gather_shape)
-psum_scatter_p = _collective("psum_scatter", _psum_scatter_shape)
+psum_p = _collective("psum", _same, _drops_axes)
+all_gather_p = _collective("all_gather", _all_gather_shape, _drops_axes)
+psum_scatter_p = _collective("psum_scatter", _psum_scatter_shape, _adds_axes)
 # perm: (source, destination) pairs of linear indices over ``axes`` in mesh order
-ppermute_p = _collective("ppermute", _same)
-all_to_all_p = _collective("all_to_all", _all_to_all_shape)
-axis_index_p = _collective("axis_index", _axis_index_shape)
+ppermute_p = _collective("ppermute", _same, _adds_axes)
+all_to_all_p = _collective("all_to_all", _all_to_all_shape, _adds_axes)
+axis_index_p = _collective("axis_index", _axis_index_shape, _adds_axes)
 
-# How a result's varying mesh axes follow from its operand's: "drops" the collective's axes
-# (every device of a group holds the same result) or "adds" them (each holds its own).
-VARIES = {
-    psum_p: "drops",
-    all_gather_p: "drops",
-    psum_scatter_p: "adds",
-    ppermute_p: "adds",
-    all_to_all_p: "adds",
-    axis_index_p: "adds",
-}
+COLLECTIVES = frozenset({psum_p, all_gather_p, psum_scatter_p, ppermute_p, all_to_all_p})
 
 
 def _axis_slice_shape(x: ShapedArray, *, axis: int, index: int = 0) -> ShapedArray:

@@ -21,10 +21,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from spmd.core.program import Equation, Literal, Program, Var
-from spmd.errors import ShapeError, aval_str
-from spmd.prims.collective import VARIES, all_gather_p, axis_index_p, axis_slice_p
+from spmd.prims.collective import COLLECTIVES, all_gather_p, axis_index_p, axis_slice_p
 from spmd.prims.shape import reshape_p
-from spmd.runtime.communicator import groups
 from spmd.sharding.mesh import Mesh
 from spmd.sharding.rules import ValueSharding
 
@@ -99,9 +97,8 @@ class Lowering:
             else:
                 inputs.append(self.whole_value(env[atom]))
         outputs = [Var(v.aval) for v in eqn.outputs]
-        if primitive in VARIES:
+        if primitive in COLLECTIVES:  # blocks of one shape per group: shard_map checked that
             shapes = [per_body[b].inputs[0].aval for b in body_of]
-            check_groups(self.mesh, primitive.name, eqn.params["axes"], shapes)
             nbytes = _bytes(primitive.name, eqn.params, shapes)
             self.steps.append(
                 self.kinds.Collective(primitive.name, eqn.params, inputs[0], outputs[0], nbytes)
@@ -193,20 +190,6 @@ class Lowering:
         params = {"axes": axes}
         self.steps.append(self.kinds.Collective("broadcast", params, atom, out, nbytes))
         return out
-
-
-def check_groups(mesh: Mesh, name: str, axes, avals) -> None:
-    """A collective combines blocks of one shape: ``avals[p]`` is device position ``p``'s."""
-    for group in groups(mesh, axes):
-        found = {avals[p].shape for p in group}
-        if len(found) > 1:
-            shown = " and ".join(aval_str(s, avals[group[0]].dtype) for s in sorted(found))
-            raise ShapeError(
-                f"{name} over {axes!r} combines blocks of different shapes ({shown}): the "
-                f"shard_map inputs are split unevenly. Make each split dimension a multiple "
-                f"of its mesh axes' size (pad the input), or move the collective to values "
-                f"of one shape, such as a block's sum."
-            )
 
 
 def _same_value(a, b) -> bool:

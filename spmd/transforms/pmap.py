@@ -24,6 +24,7 @@ from spmd.core.primitive import Primitive, Rules
 from spmd.core.program import Literal, Program, Var
 from spmd.core.trace import EVAL_TRACE, ProgramTrace, aval_of, current_trace, tracing
 from spmd.errors import ShapeError, ShardingError, SpmdTypeError
+from spmd.prims.collective import no_impl
 from spmd.runtime.device import devices as all_devices
 from spmd.sharding.mesh import Mesh
 from spmd.sharding.rules import Decision, ValueSharding
@@ -32,10 +33,6 @@ from spmd.transforms.replication import varying_axes
 from spmd.tree_util import tree_broadcast_prefix, tree_flatten, tree_unflatten
 
 _fresh_names = itertools.count()
-
-
-def _no_impl(xp, *args, **params):
-    raise RuntimeError("internal error: pmap ran outside the partitioner; please report it.")
 
 
 def result_splits(params: dict) -> list[Splits]:
@@ -126,13 +123,13 @@ pmap_p = Primitive(
     "pmap",
     Rules(
         shape=lambda *avals, out_avals, **params: list(out_avals),
-        impl=_no_impl,
+        impl=no_impl("pmap"),
         sharding=_fixed,
         per_device=_lower,
+        varying=_varying,
     ),
     multiple_results=True,
 )
-pmap_p.varying = _varying
 
 
 class Pmapped:
@@ -203,32 +200,31 @@ class Pmapped:
         return tree_unflatten(out_tree, outs)
 
     def _in_axes(self, dynamic: tuple, leaves: list) -> list[int | None]:
-        prefix = self.in_axes
-        if isinstance(prefix, list):
-            prefix = tuple(prefix)
+        prefix = tuple(self.in_axes) if isinstance(self.in_axes, list) else self.in_axes
         if isinstance(prefix, tuple) and len(prefix) != len(dynamic):
             raise SpmdTypeError(
                 f"{self._where()}: in_axes has {len(prefix)} entries but the call passed "
                 f"{len(dynamic)} (non-static) arguments; give one entry per argument."
             )
+        axes = self._axes(prefix, dynamic, "in_axes", "arguments")
+        return [
+            self._normalized(axis, aval_of(leaf).ndim, f"argument {i} ({aval_of(leaf)})", "in_axes")
+            for i, (axis, leaf) in enumerate(zip(axes, leaves, strict=True))
+        ]
+
+    def _normalized(self, axis, ndim: int, of: str, argument: str) -> int | None:
+        return None if axis is None else normalize_axis(axis, ndim, self._where(), of, argument)
+
+    def _axes(self, prefix, tree, argument: str, of: str) -> list:
+        """``prefix`` (an int, None, or a tree of them) repeated over the leaves of ``tree``."""
         try:
-            full = tree_broadcast_prefix(prefix, dynamic, is_leaf=lambda x: x is None)
+            full = tree_broadcast_prefix(prefix, tree, is_leaf=lambda x: x is None)
         except ValueError as error:
             raise SpmdTypeError(
-                f"{self._where()}: in_axes {self.in_axes!r} must be an int, None, or a tree "
-                f"of them shaped like the arguments ({error})."
+                f"{self._where()}: {argument} {prefix!r} must be an int, None, or a tree of "
+                f"them shaped like the {of} ({error})."
             ) from None
-        axes, _ = tree_flatten(full, is_leaf=lambda x: x is None)
-        result = []
-        for i, (axis, leaf) in enumerate(zip(axes, leaves, strict=True)):
-            if axis is None:
-                result.append(None)
-                continue
-            aval = aval_of(leaf)
-            result.append(
-                normalize_axis(axis, aval.ndim, self._where(), f"argument {i} ({aval})", "in_axes")
-            )
-        return result
+        return tree_flatten(full, is_leaf=lambda x: x is None)[0]
 
     def _size(self, avals, in_axes) -> int:
         sizes = {
@@ -272,22 +268,13 @@ class Pmapped:
 
     def _out_axes(self, out_tree, body: Program) -> list[int | None]:
         placeholders = tree_unflatten(out_tree, [0] * len(body.outvars))
-        try:
-            full = tree_broadcast_prefix(self.out_axes, placeholders, is_leaf=lambda x: x is None)
-        except ValueError as error:
-            raise SpmdTypeError(
-                f"{self._where()}: out_axes {self.out_axes!r} must be an int, None, or a tree "
-                f"of them shaped like the results ({error})."
-            ) from None
-        axes, _ = tree_flatten(full, is_leaf=lambda x: x is None)
-        result = []
-        for k, (axis, v) in enumerate(zip(axes, body.outvars, strict=True)):
-            if axis is None:
-                result.append(None)
-            else:
-                of = f"result {k} ({v.aval}) with the mapped axis"
-                result.append(normalize_axis(axis, v.aval.ndim + 1, self._where(), of, "out_axes"))
-        return result
+        axes = self._axes(self.out_axes, placeholders, "out_axes", "results")
+        return [
+            self._normalized(
+                axis, v.aval.ndim + 1, f"result {k} ({v.aval}) with the mapped axis", "out_axes"
+            )
+            for k, (axis, v) in enumerate(zip(axes, body.outvars, strict=True))
+        ]
 
     def _check_unmapped(self, body, nconsts, in_axes, out_axes) -> None:
         inputs = [frozenset()] * nconsts + [

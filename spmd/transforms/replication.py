@@ -2,8 +2,9 @@
 
 A value varies over an axis when devices along that axis may hold different data. Inputs
 vary over the axes their spec splits them over; local operations vary over the union of
-their operands' axes; collectives drop or add their axes (spmd/prims/collective.py); a
-nested pmap varies over its own axis inside, and no longer after its results are stacked.
+their operands' axes; primitives with a ``varying`` rule say otherwise (collectives drop or
+add their axes; a nested pmap varies over its own axis inside, and no longer after its
+results are stacked).
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from spmd.core.program import Literal, Program, Var
-from spmd.prims.collective import VARIES
 
 Varying = frozenset[str]
 
@@ -25,15 +25,11 @@ def varying_axes(program: Program, inputs: Sequence[Varying]) -> list[Varying]:
         return frozenset() if isinstance(atom, Literal) else env[atom]
 
     for eqn in program.equations:
-        operands = frozenset().union(*map(of, eqn.inputs))
-        nested = getattr(eqn.primitive, "varying", None)
-        if nested is not None:
-            outs = nested(eqn, [of(a) for a in eqn.inputs])
-        elif eqn.primitive in VARIES:
-            axes = frozenset(eqn.params["axes"])
-            drops = VARIES[eqn.primitive] == "drops"
-            outs = [operands - axes if drops else operands | axes] * len(eqn.outputs)
+        operands = [of(a) for a in eqn.inputs]
+        rule = eqn.primitive.rules.varying
+        if rule is not None:
+            outs = rule(eqn, operands)
         else:
-            outs = [operands] * len(eqn.outputs)
+            outs = [frozenset().union(*operands)] * len(eqn.outputs)
         env.update(zip(eqn.outputs, outs, strict=True))
     return [of(a) for a in program.outvars]

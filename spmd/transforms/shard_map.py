@@ -20,20 +20,17 @@ from spmd.core.primitive import Primitive, Rules
 from spmd.core.program import Literal, Program, Var
 from spmd.core.trace import EVAL_TRACE, ProgramTrace, aval_of, current_trace, tracing
 from spmd.errors import ShapeError, ShardingError, SpmdTypeError, aval_str
-from spmd.prims.collective import VARIES
+from spmd.prims.collective import COLLECTIVES, no_impl
+from spmd.runtime.communicator import groups
 from spmd.sharding.mesh import Mesh, current_mesh
 from spmd.sharding.reshard import value_layout
 from spmd.sharding.rules import Decision, ValueSharding
 from spmd.sharding.spec import PartitionSpec
-from spmd.transforms.manual import Held, check_groups
+from spmd.transforms.manual import Held
 from spmd.transforms.replication import varying_axes
 from spmd.tree_util import tree_broadcast_prefix, tree_flatten, tree_unflatten
 
 Dims = tuple[tuple[str, ...], ...]
-
-
-def _no_impl(xp, *args, **params):
-    raise RuntimeError("internal error: shard_map ran outside the partitioner; please report it.")
 
 
 def _fixed(ins, outs, *, mesh, in_dims, out_dims, name, **params) -> Decision:
@@ -56,7 +53,7 @@ shard_map_p = Primitive(
     "shard_map",
     Rules(
         shape=lambda *avals, out_avals, **params: list(out_avals),
-        impl=_no_impl,
+        impl=no_impl("shard_map"),
         sharding=_fixed,
         per_device=_lower,
     ),
@@ -255,9 +252,23 @@ def _check_collectives(mesh: Mesh, bodies: list[Program], body_of) -> None:
     if len(bodies) == 1:
         return
     for index, eqn in enumerate(bodies[0].equations):
-        if eqn.primitive in VARIES and eqn.inputs:
+        if eqn.primitive in COLLECTIVES:
             avals = [bodies[b].equations[index].inputs[0].aval for b in body_of]
-            check_groups(mesh, eqn.primitive.name, eqn.params["axes"], avals)
+            _check_groups(mesh, eqn.primitive.name, eqn.params["axes"], avals)
+
+
+def _check_groups(mesh: Mesh, name: str, axes, avals) -> None:
+    """A collective combines blocks of one shape: ``avals[p]`` is device position ``p``'s."""
+    for group in groups(mesh, axes):
+        found = {avals[p].shape for p in group}
+        if len(found) > 1:
+            shown = " and ".join(aval_str(s, avals[group[0]].dtype) for s in sorted(found))
+            raise ShapeError(
+                f"{name} over {axes!r} combines blocks of different shapes ({shown}): the "
+                f"shard_map inputs are split unevenly. Make each split dimension a multiple "
+                f"of its mesh axes' size (pad the input), or move the collective to values "
+                f"of one shape, such as a block's sum."
+            )
 
 
 def _skeleton(program: Program) -> tuple:
