@@ -17,7 +17,7 @@ import numpy as np
 os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
 sys.path.insert(0, os.path.dirname(__file__))
 
-from auto_parallel import median_ms, tiny_call_ms
+from timing import median_ms, tiny_call_ms
 
 BLOCK = 4 * 1024 * 1024  # float32 elements: 16 MiB per device
 DEVICES = 8

@@ -18,6 +18,7 @@ from spmd.core.aval import check_dtype
 from spmd.core.axes import normalize_axes, normalize_axis
 from spmd.core.trace import aval_of
 from spmd.errors import SpmdTypeError
+from spmd.prims.elementwise import logistic_p
 
 __all__ = ["gelu", "log_softmax", "logsumexp", "one_hot", "relu", "sigmoid", "softmax"]
 
@@ -88,10 +89,9 @@ def _inexact(x: Any) -> Any:
 
 
 def sigmoid(x: Any) -> Any:
-    """Logistic sigmoid ``1 / (1 + exp(-x))``, without overflow. Example: ``sigmoid(x)``."""
-    e = snp.exp(-snp.abs(x))
-    r = 1 / (1 + e)
-    return snp.where(x >= 0, r, e * r)
+    """Logistic sigmoid ``1 / (1 + exp(-x))``, without overflow warnings. Example:
+    ``sigmoid(x)``."""
+    return logistic_p.bind(x)
 
 
 def relu(x: Any) -> Any:

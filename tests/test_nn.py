@@ -24,6 +24,14 @@ def test_large_inputs_do_not_overflow():
         assert float(np.asarray(nn.logsumexp(np.full(3, -np.inf)))) == -np.inf
 
 
+def test_sigmoid_of_float16_does_not_flush_where_exp_overflows_float16():
+    x = np.array([-12.0, -11.0, 12.0], np.float16)  # exp(12) is past float16's 65504
+    y = nn.sigmoid(x)
+    assert y.dtype == np.float16
+    oracle = (1 / (1 + np.exp(-x.astype(np.float64)))).astype(np.float16)
+    np.testing.assert_array_equal(np.asarray(y), oracle)
+
+
 def test_tutorial_layer_value():
     rng = np.random.default_rng(0)
     x, w, b = (

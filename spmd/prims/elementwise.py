@@ -141,6 +141,35 @@ BINARY = {
     )
 }
 
+def _logistic_shape(x: ShapedArray) -> ShapedArray:
+    if x.dtype == np.bool_:
+        raise SpmdTypeError(
+            f"spmd.nn.sigmoid does not support {x}: -x is undefined for booleans. Convert "
+            f"first, e.g. sigmoid(x.astype(np.float32))."
+        )
+    return ShapedArray(x.shape, _ufunc_dtype("sigmoid", np.exp, (x,)))
+
+
+def _logistic(xp, x, out=None):
+    """``1 / (1 + exp(-x))``, JAX's formula, in four passes over one buffer; ``exp`` may
+    overflow to inf, which gives the right limit, 0. float16 is computed in float32."""
+    x = xp.asarray(x)
+    if x.dtype.kind in "biu":
+        x = x.astype(_ufunc_dtype("sigmoid", np.exp, (ShapedArray(x.shape, x.dtype),)))
+    if x.dtype == np.float16:
+        return _logistic(xp, x.astype(np.float32)).astype(np.float16)
+    t = xp.empty_like(x) if out is None else out
+    with np.errstate(over="ignore"):
+        xp.negative(x, out=t)
+        xp.exp(t, out=t)
+        xp.add(t, 1, out=t)
+        return xp.reciprocal(t, out=t)
+
+
+logistic_p = Primitive(
+    "logistic",
+    Rules(shape=_logistic_shape, impl=_logistic, sharding=broadcasting(), writes_into=True),
+)
 where_p = Primitive(
     "where",
     Rules(shape=_where_shape, impl=lambda xp, c, x, y: xp.where(c, x, y), sharding=broadcasting()),
