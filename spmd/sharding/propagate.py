@@ -69,9 +69,13 @@ def factors_of(eqn: Equation) -> Factors | Decision:
 
 
 def propagate(
-    program: Program, mesh: Mesh, in_shardings: Sequence[ValueSharding | None]
+    program: Program,
+    mesh: Mesh,
+    in_shardings: Sequence[ValueSharding | None],
+    out_targets: Sequence[ValueSharding | None] | None = None,
 ) -> Propagation:
-    """Shardings for ``program`` whose arguments lie as ``in_shardings`` (None: host)."""
+    """Shardings for ``program`` whose arguments lie as ``in_shardings`` (None: host) and
+    whose results are wanted as ``out_targets`` (None: wherever they come out)."""
     result = Propagation(mesh)
     for var in program.constvars:
         result.shardings[var] = None
@@ -79,11 +83,12 @@ def propagate(
         result.shardings[var] = sharding
         if sharding is not None:
             result.reasons[var] = f"argument {i} is laid out so"
-    refined: dict[Var, ValueSharding] = {}
+    targets = list(out_targets) if out_targets is not None else [None] * len(program.outvars)
+    refined: dict[Var, tuple[ValueSharding, str]] = {}
     for _ in range(MAX_ROUNDS):
         _forward(program, mesh, result, refined)
-        wanted = _backward(program, mesh, result)
-        if not wanted:
+        wanted = _backward(program, mesh, result, targets)
+        if all(refined.get(var) == want for var, want in wanted.items()):
             break
         refined.update(wanted)
     return result
@@ -98,12 +103,15 @@ def _forward(program, mesh, result: Propagation, refined: dict) -> None:
     for index, eqn in enumerate(program.equations):
         operands = [_operand(result, a) for a in eqn.inputs]
         rule = factors_of(eqn)
+        want = refined.get(eqn.outputs[0]) if len(eqn.outputs) == 1 else None
         if isinstance(rule, Decision):
             decision = rule
         elif all(s is None for s in operands):
-            for var in eqn.outputs:
-                result.shardings[var] = None
-            continue
+            decision = _refined_decision(eqn, *want, mesh, operands) if want else None
+            if decision is None:
+                for var in eqn.outputs:
+                    result.shardings[var] = None
+                continue
         else:
             nbytes = [a.aval.size * a.aval.dtype.itemsize for a in eqn.inputs]
 
@@ -113,7 +121,8 @@ def _forward(program, mesh, result: Propagation, refined: dict) -> None:
 
             factors = _exactly_linear(eqn, rule, operands)
             decision = solve(factors, operands, nbytes, axis_sizes, moved)
-            decision = _apply_refinements(eqn, decision, refined, mesh, operands)
+            if want:
+                decision = _refined_decision(eqn, *want, mesh, operands) or decision
         result.decisions[index] = decision
         for var, sharding in zip(eqn.outputs, decision.results, strict=True):
             result.shardings[var] = sharding
@@ -138,16 +147,14 @@ def _exactly_linear(eqn: Equation, factors: Factors, operands) -> Factors:
     return factors
 
 
-def _apply_refinements(eqn, decision: Decision, refined: dict, mesh, operands) -> Decision:
-    """Adopt a result layout that backward propagation asked for, re-deriving the operands'
-    layouts from it."""
-    wants = [refined.get(v) for v in eqn.outputs]
-    if not any(wants) or len(eqn.outputs) != 1:
-        return decision
+def _refined_decision(
+    eqn, want: ValueSharding, why: str, mesh, operands
+) -> Decision | None:
+    """How ``eqn`` computes its one result laid out as ``want``, each operand sliced from
+    what it has (None: it would have to move, or the factors cannot carry that layout)."""
     factors = factors_of(eqn)
     if isinstance(factors, Decision) or factors.reduced or factors.blocked:
-        return decision
-    (want,) = wants
+        return None
     axis_sizes = dict(mesh.shape)
     assignment = {}
     for axes, dim in zip(want.dims, factors.results[0], strict=True):
@@ -155,16 +162,15 @@ def _apply_refinements(eqn, decision: Decision, refined: dict, mesh, operands) -
             assignment.update(split_dim(axes, dim, factors, axis_sizes))
     assignment = make_valid(assignment, factors, axis_sizes)
     if tuple(project(dim, assignment) for dim in factors.results[0]) != want.dims:
-        return decision  # the factors cannot carry that layout (a merged dimension)
+        return None  # a merged dimension that cannot carry that layout
     wanted_operands = []
     for k, dims in enumerate(factors.operands):
         split = tuple(project(dim, assignment) for dim in dims)
         have = operands[k]
         if have is not None and (have.pending or not _refines(have.dims, split)):
-            return decision  # the operand would have to move: keep the forward choice
+            return None
         wanted_operands.append(ValueSharding(split))
-    reason = "split as its consumers want it, which costs nothing here"
-    return Decision(tuple(wanted_operands), (want,), reason)
+    return Decision(tuple(wanted_operands), (want,), f"split as {why} wants it, at no cost")
 
 
 def _refines(coarse, fine) -> bool:
@@ -172,31 +178,50 @@ def _refines(coarse, fine) -> bool:
     return all(f[: len(c)] == c for c, f in zip(coarse, fine, strict=True))
 
 
-def _backward(program, mesh, result: Propagation) -> dict:
-    """Values computed whole (over some axes) whose every consumer wants them split further
-    along those axes: ask their equations to compute them split."""
-    wants: dict[Var, list] = {}
-    for index, eqn in enumerate(program.equations):
-        decision = result.decisions.get(index)
-        if decision is None:
-            continue
-        for atom, want in zip(eqn.inputs, decision.operands, strict=True):
-            if isinstance(atom, Var) and want is not None:
-                wants.setdefault(atom, []).append(want)
-    for var in program.outvars:
-        if isinstance(var, Var):
-            wants.setdefault(var, []).append(None)  # outputs keep their propagated layout
+def _backward(program, mesh, result: Propagation, targets) -> dict:
+    """Values whose every user (consumers and out_shardings) wants them split further, at
+    no cost: ask their equations to compute them so. One pass from the last equation to
+    the first carries such wishes up whole chains. A value on the host moves to the mesh
+    only to be split over every mesh axis, so that no device repeats another's work."""
+    wants: dict[Var, list[tuple[ValueSharding | None, str]]] = {}
+
+    def wish(atom, sharding: ValueSharding | None, who: str) -> None:
+        if isinstance(atom, Var):
+            wants.setdefault(atom, []).append((sharding, who))
+
+    for i, (var, target) in enumerate(zip(program.outvars, targets, strict=True)):
+        wish(var, target, f"output {i}'s out_sharding")
     found = {}
-    for var, options in wants.items():
-        have = result.shardings.get(var)
-        if have is None or have.pending or var in program.invars or None in options:
-            continue
-        first = options[0]
-        same = all(o == first for o in options) and not first.pending
-        if same and first.dims != have.dims and _refines(have.dims, first.dims):
-            found[var] = first
-    producers = {v: eqn for eqn in program.equations for v in eqn.outputs if v in found}
-    return {v: s for v, s in found.items() if v in producers and _splits_freely(producers[v])}
+    for index in reversed(range(len(program.equations))):
+        eqn = program.equations[index]
+        decision = result.decisions.get(index)
+        if len(eqn.outputs) == 1 and _splits_freely(eqn):
+            want = _agreed_refinement(wants.get(eqn.outputs[0], []), result, eqn, mesh)
+            operands = [_operand(result, a) for a in eqn.inputs]
+            better = want and _refined_decision(eqn, *want, mesh, operands)
+            if better:
+                found[eqn.outputs[0]] = want
+                decision = better
+        for k, atom in enumerate(eqn.inputs):
+            wish(atom, decision.operands[k] if decision else None, "every consumer")
+    return found
+
+
+def _agreed_refinement(wants, result: Propagation, eqn, mesh):
+    """The (layout, who) every user wants, if it refines the value's layout for free."""
+    var = eqn.outputs[0]
+    if not wants or any(w is None for w, _ in wants):
+        return None
+    first, who = wants[0]
+    if first.pending or any(w != first for w, _ in wants):
+        return None
+    have = result.shardings.get(var)
+    if have is None:
+        on_every_axis = first.used_axes >= {a for a, n in mesh.shape.items() if n > 1}
+        return (first, who) if on_every_axis else None
+    if have.pending or first.dims == have.dims or not _refines(have.dims, first.dims):
+        return None
+    return first, who if len(wants) == 1 else "every consumer"
 
 
 def _splits_freely(eqn: Equation) -> bool:

@@ -132,7 +132,7 @@ def partition(
 ) -> Partitioned:
     """Per-device steps for ``program`` with arguments laid out as ``in_shardings`` (None:
     host data) and results wanted as ``out_targets`` (None: as propagated)."""
-    propagation = propagate(program, mesh, in_shardings)
+    propagation = propagate(program, mesh, in_shardings, out_targets)
     part = Partitioned(program, mesh, propagation, list(in_shardings))
     builder = _Builder(part)
     for index, eqn in enumerate(program.equations):

@@ -1,0 +1,132 @@
+"""Backward propagation: out_shardings and consumers ask for values to be computed split."""
+
+import numpy as np
+import pytest
+
+import spmd
+import spmd.numpy as snp
+from spmd import NamedSharding, P
+from spmd.transforms.partition import Compute
+
+GRID = spmd.make_mesh((2, 4), ("x", "y"))
+
+
+def put(x, *spec):
+    return spmd.device_put(x, NamedSharding(GRID, P(*spec)))
+
+
+def computed(f, *args) -> list:
+    """The spec each per-device step of ``f(*args)`` computes its result in, in order."""
+    lowered = f.lower(*args)
+    return [
+        step.shardings[0].spec for step in lowered.partitioned.steps if isinstance(step, Compute)
+    ]
+
+
+def host_equations(f, *args) -> list[str]:
+    return [eqn.primitive.name for eqn in f.lower(*args).partitioned.host_equations]
+
+
+def test_random_numbers_wanted_split_are_drawn_split():
+    key = spmd.random.key(3)
+    f = spmd.jit(
+        lambda k: spmd.random.normal(k, (37, 22)) * 2,
+        out_shardings=NamedSharding(GRID, P("x", "y")),
+    )
+    assert host_equations(f, key) == []
+    assert computed(f, key) == [P("x", "y")] * 2
+    with spmd.debug.count_collectives() as counts:
+        out = f(key)
+    assert counts.total == 0
+    np.testing.assert_array_equal(
+        np.asarray(out), np.asarray(spmd.random.normal(key, (37, 22)) * 2)
+    )
+
+
+def test_a_chain_on_a_replicated_array_is_computed_in_the_wanted_blocks():
+    x = np.linspace(-3, 3, 45 * 7, dtype=np.float32).reshape(45, 7)  # uneven over x and y
+    f = spmd.jit(
+        lambda v: snp.exp(snp.sin(v) * 2 + 1) - v, out_shardings=NamedSharding(GRID, P("y", "x"))
+    )
+    assert computed(f, put(x)) == [P("y", "x")] * 5
+    with spmd.debug.count_collectives() as counts:
+        out = f(put(x))
+    assert counts.total == 0
+    np.testing.assert_allclose(np.asarray(out), np.exp(np.sin(x) * 2 + 1) - x, rtol=1e-6)
+    assert out.sharding.spec == P("y", "x")
+
+
+def test_host_data_moves_to_the_mesh_only_to_be_split_over_every_axis():
+    x = np.arange(64.0).reshape(8, 8)
+    everywhere = spmd.jit(lambda v: snp.sqrt(v) + 1, out_shardings=NamedSharding(GRID, P("x", "y")))
+    assert host_equations(everywhere, x) == []
+    assert computed(everywhere, x) == [P("x", "y")] * 2
+    # Split over x only, each block would be computed on 4 devices: once, on the host, is less.
+    half = spmd.jit(lambda v: snp.sqrt(v) + 1, out_shardings=NamedSharding(GRID, P("x")))
+    assert host_equations(half, x) == ["sqrt", "add"]
+    for f in (everywhere, half):
+        np.testing.assert_allclose(np.asarray(f(x)), np.sqrt(x) + 1)
+
+
+def test_users_that_disagree_leave_the_value_as_it_was():
+    x = np.arange(48.0, dtype=np.float32).reshape(8, 6)
+    f = spmd.jit(
+        lambda v: (c := snp.cos(v), c + 1),
+        out_shardings=(NamedSharding(GRID, P("x", "y")), NamedSharding(GRID, P("y", "x"))),
+    )
+    steps = computed(f, put(x))
+    assert steps[0] == P()  # cos is wanted two ways: computed whole, sliced twice
+    a, b = f(put(x))
+    np.testing.assert_allclose(np.asarray(a), np.cos(x), rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(b), np.cos(x) + 1, rtol=1e-6)
+
+
+def test_a_value_also_returned_whole_is_not_split():
+    x = np.arange(48.0, dtype=np.float32).reshape(8, 6)
+    f = spmd.jit(
+        lambda v: (s := snp.sin(v), s * 2),
+        out_shardings=(NamedSharding(GRID, P()), NamedSharding(GRID, P("x", "y"))),
+    )
+    assert computed(f, put(x)) == [P(), P("x", "y")]
+    a, b = f(put(x))
+    np.testing.assert_allclose(np.asarray(a), np.sin(x), rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(b), np.sin(x) * 2, rtol=1e-6)
+
+
+def test_a_reduction_is_not_asked_to_split_its_result_but_its_consumers_are():
+    x = np.arange(48.0, dtype=np.float32).reshape(8, 6)
+    f = spmd.jit(
+        lambda v: snp.exp(v.mean(axis=0)), out_shardings=NamedSharding(GRID, P("y"))
+    )  # a mean blocks its axis: the mean is computed whole, exp split
+    assert computed(f, put(x))[-1] == P("y")
+    np.testing.assert_allclose(np.asarray(f(put(x))), np.exp(x.mean(axis=0)), rtol=1e-6)
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_sampled_chains_with_out_shardings_equal_numpy_and_split_the_work(seed):
+    rng = np.random.default_rng(seed)
+    shape = tuple(int(n) for n in rng.integers(1, 11, size=rng.integers(1, 4)))
+    spec, free = [], ["x", "y"]
+    for _ in shape:
+        entry = [str(a) for a in rng.permutation(free) if rng.random() < 0.6]
+        free = [a for a in free if a not in entry]
+        spec.append(None if not entry else entry[0] if len(entry) == 1 else tuple(entry))
+    while spec and spec[-1] is None:
+        spec.pop()
+    target = P(*spec)
+    ops = ["sin", "exp", "tanh", "linear"]
+    chain = [ops[k] for k in rng.integers(len(ops), size=rng.integers(1, 5))]
+
+    def f(v, m=snp):
+        for name in chain:
+            v = v * 3 - 1 if name == "linear" else getattr(m, name)(v)
+        return v
+
+    x = rng.standard_normal(shape).astype(np.float32)
+    g = spmd.jit(f, out_shardings=NamedSharding(GRID, target))
+    assert all(s == target for s in computed(g, put(x)))
+    with spmd.debug.count_collectives() as counts:
+        out = g(put(x))
+    assert counts.total == 0
+    np.testing.assert_allclose(np.asarray(out), f(x, np), rtol=2e-6, atol=1e-6)
+    assert out.sharding.spec == target
