@@ -141,6 +141,7 @@ BINARY = {
     )
 }
 
+
 def _logistic_shape(x: ShapedArray) -> ShapedArray:
     if x.dtype == np.bool_:
         raise SpmdTypeError(

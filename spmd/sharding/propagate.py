@@ -147,9 +147,7 @@ def _exactly_linear(eqn: Equation, factors: Factors, operands) -> Factors:
     return factors
 
 
-def _refined_decision(
-    eqn, want: ValueSharding, why: str, mesh, operands
-) -> Decision | None:
+def _refined_decision(eqn, want: ValueSharding, why: str, mesh, operands) -> Decision | None:
     """How ``eqn`` computes its one result laid out as ``want``, each operand sliced from
     what it has (None: it would have to move, or the factors cannot carry that layout)."""
     factors = factors_of(eqn)
