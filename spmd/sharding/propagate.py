@@ -4,8 +4,9 @@ Values that come only from host data (NumPy arguments, constants, and what is co
 them alone) stay on the host: they are computed once and sliced for free into whatever
 layout their consumers want. Every other value gets a ``ValueSharding`` on the program's
 mesh from its equation's rule (spmd/sharding/rules.py). Propagation runs forward, then
-backward: a value whose consumers all want it split more finely, at no cost, is computed
-that way, which frees work downstream of it; the two passes repeat to a fixed point.
+backward: a value whose users (its consumers, constraints on it, out_shardings) all want it
+split more finely, at no cost, is computed that way, which saves the work of the blocks a
+device would throw away; the two passes repeat to a fixed point.
 """
 
 from __future__ import annotations
@@ -151,7 +152,7 @@ def _refined_decision(eqn, want: ValueSharding, why: str, mesh, operands) -> Dec
     """How ``eqn`` computes its one result laid out as ``want``, each operand sliced from
     what it has (None: it would have to move, or the factors cannot carry that layout)."""
     factors = factors_of(eqn)
-    if isinstance(factors, Decision) or factors.reduced or factors.blocked:
+    if isinstance(factors, Decision):
         return None
     axis_sizes = dict(mesh.shape)
     assignment = {}
@@ -159,6 +160,8 @@ def _refined_decision(eqn, want: ValueSharding, why: str, mesh, operands) -> Dec
         if axes and dim:
             assignment.update(split_dim(axes, dim, factors, axis_sizes))
     assignment = make_valid(assignment, factors, axis_sizes)
+    if not all(factors.splittable(factor) for factor in assignment):
+        return None  # e.g. a cumsum's own axis
     if tuple(project(dim, assignment) for dim in factors.results[0]) != want.dims:
         return None  # a merged dimension that cannot carry that layout
     wanted_operands = []
@@ -223,8 +226,6 @@ def _agreed_refinement(wants, result: Propagation, eqn, mesh):
 
 
 def _splits_freely(eqn: Equation) -> bool:
-    """Whether ``eqn`` can compute its one result split any way its operands allow."""
-    factors = factors_of(eqn)
-    if isinstance(factors, Decision):
-        return False
-    return not factors.reduced and not factors.blocked and len(eqn.outputs) == 1
+    """Whether ``eqn`` computes one result by a rule that may split it (not one that fixes
+    its layouts, as a constraint or shard_map does)."""
+    return len(eqn.outputs) == 1 and not isinstance(factors_of(eqn), Decision)
