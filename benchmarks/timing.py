@@ -1,5 +1,5 @@
-"""Timers shared by the benchmarks. Libraries compared in one table are timed in turns, call
-by call, so that a slow spell on a shared machine lands on all of them alike."""
+"""Timers shared by the benchmarks. Libraries compared in one table are timed in turns, so
+that a slow spell on a shared machine lands on all of them alike."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import statistics
 import time
 from collections.abc import Callable
 
-ROUNDS = 9
+ROUNDS = 4
 
 
 def _seconds(call: Callable[[], object], number: int) -> float:
@@ -18,16 +18,19 @@ def _seconds(call: Callable[[], object], number: int) -> float:
 
 
 def interleaved_ms(
-    calls: dict[str, Callable[[], object]], rounds: int = ROUNDS, number: int = 1
+    calls: dict[str, Callable[[], object]], rounds: int = ROUNDS, number: int = 1, turn: int = 3
 ) -> dict[str, float]:
-    """Each call's median time in ms (per call, over batches of ``number``), the calls taking
-    turns for ``rounds`` rounds after one warm-up batch each."""
+    """Each call's median time in ms (per call, over batches of ``number``). The calls take
+    turns of ``turn`` batches each for ``rounds`` rounds, after a warm-up; the first batch of
+    a turn is not counted, as it may still share the cores with the previous library's
+    spinning worker threads."""
     for call in calls.values():
         _seconds(call, number)
     times: dict[str, list[float]] = {name: [] for name in calls}
     for _ in range(rounds):
         for name, call in calls.items():
-            times[name].append(_seconds(call, number))
+            _seconds(call, number)
+            times[name].extend(_seconds(call, number) for _ in range(turn - 1))
     return {name: statistics.median(t) * 1e3 for name, t in times.items()}
 
 
