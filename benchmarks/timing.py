@@ -7,7 +7,7 @@ import statistics
 import time
 from collections.abc import Callable
 
-ROUNDS = 4
+ROUNDS = 8
 
 
 def _seconds(call: Callable[[], object], number: int) -> float:
