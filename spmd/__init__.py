@@ -10,7 +10,9 @@ from spmd.errors import (
     ShapeError,
     ShardingError,
     SpmdError,
+    SpmdOverflowError,
     SpmdTypeError,
+    SpmdValueError,
 )
 from spmd.prims.indexing import SpmdIndexError
 from spmd.runtime.array import Array, Shard
@@ -64,7 +66,9 @@ __all__ = [
     "SingleDeviceSharding",
     "SpmdError",
     "SpmdIndexError",
+    "SpmdOverflowError",
     "SpmdTypeError",
+    "SpmdValueError",
     "TracerBoolConversionError",
     "UnexpectedTracerError",
     "config",

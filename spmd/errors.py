@@ -35,6 +35,14 @@ class SpmdTypeError(SpmdError, TypeError):
     """An argument has a type (or dtype) spmd cannot use."""
 
 
+class SpmdValueError(SpmdError, ValueError):
+    """An argument's value is outside what the operation accepts."""
+
+
+class SpmdOverflowError(SpmdError, OverflowError):
+    """A Python integer does not fit the integer dtype it meets (NumPy 2's rule)."""
+
+
 _DTYPE_SHORT = {
     "bool": "bool",
     "int8": "i8",

@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from spmd.core.trace import aval_of
+from spmd.errors import SpmdOverflowError, SpmdValueError
 from spmd.prims.elementwise import BINARY, UNARY, round_p, where_p
 
 
@@ -21,10 +22,43 @@ def _unary(name: str):
     return fn
 
 
+_COMPARISONS = frozenset(
+    {"equal", "not_equal", "less", "less_equal", "greater", "greater_equal"}
+)  # NumPy 2 compares a Python int with any integer dtype exactly
+
+
+def _check_python_ints(name: str, x1: Any, x2: Any) -> None:
+    """NumPy 2's rules for Python ints, checked when the function is called rather than
+    when its program runs: an int must fit the integer dtype it meets, and an integer
+    base takes no negative int exponent."""
+    for (k, value), (j, other) in (((1, x1), (2, x2)), ((2, x2), (1, x1))):
+        if type(value) is not int:
+            continue
+        aval = aval_of(other)
+        if aval.weak_type or aval.dtype.kind not in "iu":
+            continue
+        info = np.iinfo(aval.dtype)
+        if not info.min <= value <= info.max:
+            raise SpmdOverflowError(
+                f"spmd.numpy.{name}: x{k}, the Python integer {value}, does not fit x{j}'s "
+                f"dtype: x{j} is {aval}, which holds {info.min} to {info.max}. Convert x{j} "
+                f"to a wider dtype first, e.g. x{j}.astype(np.int64)."
+            )
+    if name == "power" and type(x2) is int and x2 < 0 and aval_of(x1).dtype.kind in "iu":
+        raise SpmdValueError(
+            f"spmd.numpy.power: an integer base ({aval_of(x1)}) to the negative power {x2}: "
+            f"NumPy does not allow integers to negative integer powers. Convert the base to a "
+            f"float first, e.g. power(x.astype(np.float64), {x2})."
+        )
+
+
 def _binary(name: str):
     primitive = BINARY[name]
+    exact = name not in _COMPARISONS
 
     def fn(x1: Any, x2: Any):
+        if exact:
+            _check_python_ints(name, x1, x2)
         return primitive.bind(x1, x2)
 
     fn.__name__ = fn.__qualname__ = name

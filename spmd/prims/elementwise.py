@@ -6,7 +6,7 @@ import numpy as np
 
 from spmd.core.aval import ShapedArray, result_dtype
 from spmd.core.primitive import Primitive, Rules
-from spmd.errors import ShapeError, SpmdTypeError
+from spmd.errors import ShapeError, SpmdTypeError, SpmdValueError
 from spmd.sharding.rules import Factors, broadcast_factors
 
 _WEAK_TYPES = {"i": int, "u": int, "f": float, "c": complex}
@@ -62,9 +62,31 @@ def elementwise(name: str, ufunc: np.ufunc) -> Primitive:
         fn = getattr(xp, ufunc.__name__)
         return fn(*args) if out is None else fn(*args, out=out)
 
+    checked = VALUE_CHECKED.get(name)
+    if checked is not None:
+        impl = checked(impl)
     sharding = broadcasting(LINEAR.get(name))
-    rules = Rules(shape=shape, impl=impl, sharding=sharding, writes_into=True, ufunc=ufunc)
+    direct = None if checked else ufunc  # compiled programs call the ufunc only if unchecked
+    rules = Rules(shape=shape, impl=impl, sharding=sharding, writes_into=True, ufunc=direct)
     return Primitive(name, rules)
+
+
+def _integer_power_check(impl):
+    """NumPy refuses integers to negative integer powers only once it sees the values."""
+
+    def checked(xp, *args, out=None):
+        try:
+            return impl(xp, *args, out=out)
+        except ValueError as error:
+            raise SpmdValueError(
+                f"spmd.numpy.power: {error} An integer base met a negative exponent; convert "
+                f"the base to a float first, e.g. power(x.astype(np.float64), y)."
+            ) from None
+
+    return checked
+
+
+VALUE_CHECKED = {"power": _integer_power_check}
 
 
 def _where_shape(cond: ShapedArray, x: ShapedArray, y: ShapedArray) -> ShapedArray:
