@@ -241,12 +241,9 @@ def test_three_levels_of_pmap_map_over_a_2x2x2_grid():
     assert summed.sharding.spec == P("a", "b", "c")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: a top-level pmap declares its operand split only over its own axis "
-    "(pmap.py _fixed/_lower), so a nested pmap fed a result split over both axes gathers "
-    "it over the inner axis first (one all-gather), then slices it again",
-)
+# --- chained nested pmaps -------------------------------------------------------------------
+
+
 def test_chained_nested_pmaps_over_the_same_axes_move_no_data():
     x = np.arange(24.0).reshape(2, 4, 3)
     g = spmd.pmap(spmd.pmap(lambda v: v + 1, "cols"), "rows")
@@ -254,4 +251,201 @@ def test_chained_nested_pmaps_over_the_same_axes_move_no_data():
     with spmd.debug.count_collectives() as counts:
         z = g(y)
     np.testing.assert_array_equal(np.asarray(z), x + 2)
+    assert counts.total == 0
+
+
+def counted(f, *args):
+    with spmd.debug.count_collectives() as counts:
+        out = f(*args)
+    return out, counts
+
+
+@pytest.mark.parametrize("rows, cols", [(2, 4), (4, 2), (1, 8), (3, 2), (2, 3)])
+def test_chained_nested_pmaps_on_any_grid_move_no_data(rows, cols):
+    x = np.arange(rows * cols * 3, dtype=np.float64).reshape(rows, cols, 3)
+    body = lambda v: v * 2 + lax.axis_index("cols") - lax.axis_index("rows")  # noqa: E731
+    g = spmd.pmap(spmd.pmap(body, "cols"), "rows")
+    once = grid_reference(lambda r, c, v: v * 2 + c - r, x, rows, cols)
+    y = g(x)
+    z, counts = counted(g, y)
+    np.testing.assert_array_equal(
+        np.asarray(z), grid_reference(lambda r, c, v: v * 2 + c - r, once, rows, cols)
+    )
+    assert counts.total == 0
+
+
+def test_chained_nested_pmaps_run_only_the_collectives_their_body_writes():
+    x = np.arange(2 * 4 * 3, dtype=np.float64).reshape(2, 4, 3)
+    body = lambda v: lax.psum(v, "cols") * (lax.axis_index("rows") + 1) + v  # noqa: E731
+    g = spmd.pmap(spmd.pmap(body, "cols"), "rows")
+
+    def reference(x):
+        return grid_reference(lambda r, c, v: x[r].sum(axis=0) * (r + 1) + v, x, 2, 4)
+
+    y = g(x)
+    z, counts = counted(g, y)
+    np.testing.assert_array_equal(np.asarray(z), reference(reference(x)))
+    assert dict(counts) == {"all-reduce": 1}
+
+
+def test_chained_outer_work_on_other_operands_and_on_inner_results():
+    x = np.arange(2 * 4 * 3, dtype=np.float64).reshape(2, 4, 3)
+    s = np.arange(2 * 3, dtype=np.float64).reshape(2, 3) - 3
+    first = spmd.pmap(spmd.pmap(lambda v: v - 1, "cols"), "rows")
+    inner = spmd.pmap(lambda v, u: v * u + lax.axis_index("cols"), "cols", in_axes=(0, None))
+    g = spmd.pmap(lambda block, scale: inner(block, scale * 2), "rows")
+    y = first(x)
+    z, counts = counted(g, y, s)
+    np.testing.assert_array_equal(
+        np.asarray(z), grid_reference(lambda r, c, v: (v - 1) * s[r] * 2 + c, x, 2, 4)
+    )
+    assert counts.total == 0
+
+    # the inner results summed over 'cols' must be gathered, the operand need not be
+    h = spmd.pmap(lambda block: inner(block, 3.0).sum(axis=0), "rows")
+    _, from_host = counted(h, x - 1)
+    z, counts = counted(h, y)
+    np.testing.assert_array_equal(
+        np.asarray(z),
+        np.stack([((x[r] - 1) * 3 + np.arange(4)[:, None]).sum(axis=0) for r in range(2)]),
+    )
+    assert dict(counts) == dict(from_host)
+
+
+def test_chained_outer_work_before_the_inner_pmap_gathers_and_stays_right():
+    x = np.arange(2 * 4 * 3, dtype=np.float64).reshape(2, 4, 3)
+    first = spmd.pmap(spmd.pmap(lambda v: v + 1, "cols"), "rows")
+    inner = spmd.pmap(lambda v: v + lax.axis_index("cols"), "cols")
+    g = spmd.pmap(lambda block: inner(block[::-1] * 2), "rows")
+    z = g(first(x))
+    np.testing.assert_array_equal(
+        np.asarray(z), grid_reference(lambda r, c, v: (x[r, 3 - c] + 1) * 2 + c, x, 2, 4)
+    )
+
+
+@pytest.mark.parametrize(
+    "outer_axis, inner_axis", [(0, 0), (0, 1), (1, 0), (1, 1), (2, 0), (-1, -1)]
+)
+def test_chained_nested_pmaps_with_in_axes_matching_out_axes_move_no_data(outer_axis, inner_axis):
+    shape = [3, 3, 3]
+    outer_dim = outer_axis % 3
+    shape[outer_dim] = 2
+    shape[[d for d in range(3) if d != outer_dim][inner_axis]] = 4
+    x = np.arange(24, dtype=np.float64).reshape(shape)
+    inner = spmd.pmap(lambda v: v * 2 - 1, "cols", in_axes=inner_axis, out_axes=inner_axis)
+    g = spmd.pmap(inner, "rows", in_axes=outer_axis, out_axes=outer_axis)
+    y = g(x)
+    z, counts = counted(g, y)
+    np.testing.assert_array_equal(np.asarray(z), (x * 2 - 1) * 2 - 1)
+    assert counts.total == 0
+
+
+def test_chained_nested_pmaps_after_a_different_out_axes_move_data_and_stay_right():
+    x = np.arange(2 * 4 * 4, dtype=np.float64).reshape(2, 4, 4)
+    first = spmd.pmap(spmd.pmap(lambda v: v + lax.axis_index("cols"), "cols", out_axes=1), "rows")
+    g = spmd.pmap(spmd.pmap(lambda v: v * 10 + lax.axis_index("cols"), "cols"), "rows")
+    y = first(x)
+    want_y = np.stack([np.stack([x[r, c] + c for c in range(4)], axis=1) for r in range(2)])
+    np.testing.assert_array_equal(np.asarray(y), want_y)
+    z = g(y)
+    np.testing.assert_array_equal(
+        np.asarray(z), grid_reference(lambda r, c, v: v * 10 + c, want_y, 2, 4)
+    )
+
+
+def test_chained_broadcast_argument_split_over_the_inner_axis_moves_no_data():
+    x = np.arange(2 * 4 * 3, dtype=np.float64).reshape(2, 4, 3)
+    w = np.arange(4 * 3, dtype=np.float64).reshape(4, 3) - 5
+    first = spmd.pmap(spmd.pmap(lambda v: v + 1, "cols"), "rows")
+    inner = spmd.pmap(lambda v, u: v * u + lax.axis_index("rows"), "cols")
+    g = spmd.pmap(lambda block, weight: inner(block, weight), "rows", in_axes=(0, None))
+    y = first(x)
+    w_split = spmd.device_put(w, spmd.NamedSharding(y.sharding.mesh, P("cols")))
+    z, counts = counted(g, y, w_split)
+    np.testing.assert_array_equal(
+        np.asarray(z), grid_reference(lambda r, c, v: (v + 1) * w[c] + r, x, 2, 4)
+    )
+    assert counts.total == 0
+
+
+def test_chained_siblings_reading_the_operand_alike_move_no_data():
+    x = np.arange(2 * 4 * 3, dtype=np.float64).reshape(2, 4, 3)
+    first = spmd.pmap(spmd.pmap(lambda v: v + 1, "cols"), "rows")
+
+    def outer(block):
+        shifted = spmd.pmap(lambda v: v + lax.axis_index("cols"), "cols")(block)
+        return spmd.pmap(lambda a, v: a * v, "cols")(shifted, block)
+
+    z, counts = counted(spmd.pmap(outer, "rows"), first(x))
+    np.testing.assert_array_equal(
+        np.asarray(z), grid_reference(lambda r, c, v: (v + 1 + c) * (v + 1), x, 2, 4)
+    )
+    assert counts.total == 0
+
+
+def test_chained_siblings_reading_the_operand_differently_stay_right():
+    x = np.arange(2 * 4 * 4, dtype=np.float64).reshape(2, 4, 4)
+    first = spmd.pmap(spmd.pmap(lambda v: v + 1, "cols"), "rows")
+
+    def outer(block):  # block: (4, 4), read by rows and by columns
+        by_row = spmd.pmap(lambda v: v * 2, "cols")(block)
+        by_col = spmd.pmap(lambda v: v + lax.axis_index("cols"), "cols", in_axes=1)(block)
+        return by_row, by_col
+
+    by_row, by_col = spmd.pmap(outer, "rows")(first(x))
+    np.testing.assert_array_equal(np.asarray(by_row), (x + 1) * 2)
+    want = np.stack([np.stack([x[r, :, c] + 1 + c for c in range(4)]) for r in range(2)])
+    np.testing.assert_array_equal(np.asarray(by_col), want)
+
+
+@pytest.mark.parametrize(
+    "spec, free",
+    [
+        (P(), True),
+        (P("rows"), True),
+        (P(None, "cols"), True),
+        (P("rows", "cols"), True),
+        (P("cols"), False),
+        (P(None, None, "rows"), False),
+        (P(("rows", "cols")), False),
+        (P(None, ("cols", "rows")), False),
+    ],
+)
+def test_nested_pmap_of_an_array_laid_out_on_its_mesh(spec, free):
+    x = np.arange(2 * 4 * 3, dtype=np.float64).reshape(2, 4, 3)
+    g = spmd.pmap(spmd.pmap(lambda v: v * 3 + lax.axis_index(("rows", "cols")), "cols"), "rows")
+    mesh = g(x).sharding.mesh
+    z, counts = counted(g, spmd.device_put(x, spmd.NamedSharding(mesh, spec)))
+    np.testing.assert_array_equal(
+        np.asarray(z), grid_reference(lambda r, c, v: v * 3 + r * 4 + c, x, 2, 4)
+    )
+    if free:
+        assert counts.total == 0
+
+
+def test_chained_three_levels_of_pmap_move_only_what_their_body_writes():
+    rng = np.random.default_rng(10)
+    x = sample(rng, (2, 3, 2, 2), np.float64)  # a on 0, b on 2, c on 3
+
+    def body(v):
+        return lax.psum(v, ("a", "c")) + lax.axis_index(("a", "b", "c"))
+
+    f = spmd.pmap(
+        spmd.pmap(spmd.pmap(body, "c", in_axes=1, out_axes=1), "b", in_axes=1, out_axes=1), "a"
+    )
+
+    def reference(x):
+        out = np.zeros_like(x)
+        for a, b, c in itertools.product(range(2), repeat=3):
+            out[a, :, b, c] = x[:, :, b, :].sum(axis=(0, 2)) + (a * 4 + b * 2 + c)
+        return out
+
+    y = f(x)
+    np.testing.assert_array_equal(np.asarray(y), reference(x))
+    z, counts = counted(f, y)
+    np.testing.assert_array_equal(np.asarray(z), reference(reference(x)))
+    assert dict(counts) == {"all-reduce": 1}
+    elementwise = spmd.pmap(spmd.pmap(spmd.pmap(lambda v: v - 1, "c"), "b"), "a")
+    z, counts = counted(elementwise, elementwise(x[:, :2]))
+    np.testing.assert_array_equal(np.asarray(z), x[:, :2] - 2)
     assert counts.total == 0

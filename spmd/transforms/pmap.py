@@ -59,36 +59,72 @@ def result_splits(params: dict) -> list[Splits]:
     return found
 
 
+def operand_splits(params: dict) -> list[Splits]:
+    """How a pmap equation reads each operand at its level: split along its in axis over the
+    pmap's axis, and, where the body only passes it on to nested pmaps that all read it one
+    way, as they read it."""
+    body, axis = params["body"], params["axis_name"]
+    ways: dict[Var, set] = {v: {None} for v in body.outvars if isinstance(v, Var)}
+    for eqn in body.equations:
+        read = operand_splits(eqn.params) if eqn.primitive is pmap_p else None
+        for k, atom in enumerate(eqn.inputs):
+            if isinstance(atom, Var):
+                ways.setdefault(atom, set()).add(None if read is None else read[k])
+    found = []
+    for v, in_axis in zip(body.invars, params["in_axes"], strict=True):
+        reads = ways.get(v, {()})
+        inner = next(iter(reads)) if len(reads) == 1 and None not in reads else ()
+        if in_axis is None:
+            found.append(inner)
+        else:
+            shifted = tuple((d + (d >= in_axis), a) for d, a in inner)
+            found.append(((in_axis, axis), *shifted))
+    return found
+
+
 def _fixed(ins, outs, **params) -> Decision:
-    axis = params["axis_name"]
-    operands = []
-    for aval, in_axis in zip(ins, params["in_axes"], strict=True):
-        splits = () if in_axis is None else ((in_axis, axis),)
-        operands.append(ValueSharding(splits_to_dims(splits, aval.ndim)))
+    operands = tuple(
+        ValueSharding(splits_to_dims(s, aval.ndim))
+        for s, aval in zip(operand_splits(params), ins, strict=True)
+    )
     results = tuple(
         ValueSharding(splits_to_dims(s, aval.ndim))
         for s, aval in zip(result_splits(params), outs, strict=True)
     )
-    return Decision(tuple(operands), results, f"pmap({params['name']}) maps it over devices")
+    return Decision(operands, results, f"pmap({params['name']}) maps it over devices")
+
+
+def _keep(lowering, held: Held, splits: Splits) -> Held:
+    """``held`` with only ``splits`` left: its other splits gathered."""
+    if not splits:
+        return Held(lowering.whole_value(held))
+    atom = held.atom
+    for dim, axis in held.splits:
+        if (dim, axis) not in splits:
+            atom = lowering.gather(atom, dim, axis)
+    return Held(atom, tuple(s for s in held.splits if s in splits))
 
 
 def _lower(lowering, eqn, inputs: list[Held]) -> list[Held]:
     params = eqn.params
     axis = params["axis_name"]
     inner = []
-    root = params.get("mesh") is not None  # the partitioner split mapped operands already
-    for held, in_axis in zip(inputs, params["in_axes"], strict=True):
-        if root and in_axis is not None:
-            held = Held(held.atom, ((in_axis, axis),))
+    root = params.get("mesh") is not None  # the partitioner laid operands out as _fixed says
+    for held, in_axis, splits in zip(
+        inputs, params["in_axes"], operand_splits(params), strict=True
+    ):
+        if root:
+            held = Held(held.atom, splits)
         if in_axis is None:
-            inner.append(Held(lowering.whole_value(held)))
+            inner.append(_keep(lowering, held, splits))
         elif (in_axis, axis) in held.splits:
-            atom = held.atom
-            for dim, other in held.splits:
-                if (dim, other) != (in_axis, axis):
-                    atom = lowering.gather(atom, dim, other)
-            shape = atom.aval.shape[:in_axis] + atom.aval.shape[in_axis + 1 :]
-            inner.append(Held(lowering.reshape(atom, shape)))
+            held = _keep(lowering, held, splits)
+            split = {d for d, _ in held.splits}
+            shape = tuple(  # a root operand's atom has the value's shape, not its block's
+                1 if d in split else n for d, n in enumerate(held.atom.aval.shape) if d != in_axis
+            )
+            rest = tuple((d - (d > in_axis), a) for d, a in held.splits if d != in_axis)
+            inner.append(Held(lowering.reshape(held.atom, shape), rest))
         else:
             inner.append(Held(lowering.own_slice(lowering.whole_value(held), in_axis, axis)))
     body = params["body"]
