@@ -1,9 +1,12 @@
-"""Array creation beyond the case table (tests/cases/): dtypes spmd does not hold."""
+"""Array creation beyond the case table (tests/cases/): dtypes spmd does not hold, and
+creation inside jit, which makes each device's block on that device."""
 
+import numpy as np
 import pytest
 
 import spmd
 import spmd.numpy as snp
+from spmd import NamedSharding, P
 
 
 def test_unknown_dtype_is_a_clear_error():
@@ -37,3 +40,67 @@ def test_full_with_an_array_or_traced_fill_broadcasts_it():
     assert spmd.jit(lambda f: snp.full(2, f))(2).dtype == np.full(2, 2).dtype  # made strong
     with pytest.raises(spmd.ShapeError, match=r"full: fill_value i32\[3\] does not fit shape"):
         spmd.jit(lambda f: snp.full((2, 4), f))(row)
+
+
+# ---------------------------------------------------- creation inside jit, split on devices
+
+MESHES = [((8,), ("x",)), ((2, 4), ("x", "y"))]
+
+
+def _traced_creations(rng):
+    """(label, function of no arguments, its NumPy value) for seeded random sizes."""
+    n = int(rng.integers(0, 40))
+    start, step = int(rng.integers(-50, 50)), int(rng.choice([-7, -3, -1, 1, 2, 5]))
+    stop = start + step * n + int(rng.integers(-2, 3))
+    shape = (int(rng.integers(1, 12)), int(rng.integers(1, 12)))
+    dtype = rng.choice([np.int8, np.int32, np.int64, np.uint16, np.float32])
+    fill = int(rng.integers(0, 100))
+    cases = [
+        ("zeros", lambda: snp.zeros(shape, dtype), np.zeros(shape, dtype)),
+        ("ones", lambda: snp.ones(shape, dtype), np.ones(shape, dtype)),
+        ("full", lambda: snp.full(shape, fill, dtype), np.full(shape, fill, dtype)),
+        ("full, weak fill", lambda: snp.full(shape, 2.5), np.full(shape, 2.5)),
+        ("arange", lambda: snp.arange(start, stop, step), np.arange(start, stop, step)),
+        ("arange(n)", lambda: snp.arange(n), np.arange(n)),
+    ]
+    if np.dtype(dtype).kind in "iu" and step > 0 and start >= 0:
+        cases.append(
+            ("arange, dtype", lambda: snp.arange(start, stop, step, dtype),
+             np.arange(start, stop, step, dtype))
+        )  # fmt: skip
+    return cases
+
+
+@pytest.mark.parametrize("seed", range(10))
+@pytest.mark.parametrize(("shape", "names"), MESHES)
+def test_creation_inside_jit_equals_numpy_and_is_made_on_the_devices(seed, shape, names):
+    rng = np.random.default_rng(seed)
+    mesh = spmd.make_mesh(shape, names)
+    for label, make, expected in _traced_creations(rng):
+        entries = [a for a in names if rng.random() < 0.7]
+        spec = P(*entries) if expected.ndim == 2 or len(entries) < 2 else P(tuple(entries))
+        f = spmd.jit(lambda make=make: make() + 0, out_shardings=NamedSharding(mesh, spec))
+        lowered = f.lower()
+        assert lowered.program.consts == [], label  # nothing made while tracing
+        result = f()
+        assert result.dtype == (expected + 0).dtype, label
+        np.testing.assert_array_equal(np.asarray(result), expected + 0, err_msg=label)
+        assert result.sharding.spec == spec, label
+        split_everywhere = {a for a in spec if a for a in (a if isinstance(a, tuple) else (a,))}
+        if split_everywhere == set(names):  # each device made just its block
+            assert lowered.partitioned.host_equations == [], label
+
+
+def test_arange_that_does_not_fit_its_dtype_follows_numpy():
+    for args in [(0, 300, 1, np.int8), (0.5, 4), (0, 3, 0.5)]:
+        np.testing.assert_array_equal(
+            np.asarray(spmd.jit(lambda a=args: snp.arange(*a))()), np.arange(*args)
+        )
+
+
+def test_negative_sizes_are_a_shape_error():
+    for make in (snp.zeros, snp.ones, lambda s: snp.full(s, 3)):
+        with pytest.raises(spmd.ShapeError, match=r"negative size"):
+            make((2, -1))
+        with pytest.raises(spmd.ShapeError, match=r"negative size"):
+            spmd.jit(lambda make=make: make((2, -1)))()

@@ -9,11 +9,29 @@ import numpy as np
 
 from spmd.core.aval import check_dtype
 from spmd.errors import ShapeError, SpmdTypeError
+from spmd.prims.creation import iota_p
 from spmd.runtime.put import device_put, host_array
 
 
 def _put(value: np.ndarray):
     return device_put(value)
+
+
+def _tracing() -> bool:
+    from spmd.core.trace import EVAL_TRACE, current_trace
+
+    return current_trace() is not EVAL_TRACE
+
+
+def _filled(name: str, shape: Any, value: Any, dtype: Any):
+    """``numpy.full(shape, value, dtype)``; inside a trace, a broadcast of one element, which
+    each device expands to just its block when it runs."""
+    from spmd.numpy.shape import _sizes, broadcast_to
+
+    sizes = _sizes(shape, name)
+    if not _tracing():
+        return _put(np.full(sizes, value, dtype))
+    return broadcast_to(np.full((), value, dtype)[()], sizes)
 
 
 def array(object: Any, dtype: Any = None, copy: bool = True):
@@ -37,11 +55,11 @@ def asarray(a: Any, dtype: Any = None):
 
 
 def zeros(shape: Any, dtype: Any = float):
-    return _put(np.zeros(shape, check_dtype(dtype)))
+    return _filled("zeros", shape, 0, check_dtype(dtype))
 
 
 def ones(shape: Any, dtype: Any = float):
-    return _put(np.ones(shape, check_dtype(dtype)))
+    return _filled("ones", shape, 1, check_dtype(dtype))
 
 
 def full(shape: Any, fill_value: Any, dtype: Any = None):
@@ -55,6 +73,8 @@ def full(shape: Any, fill_value: Any, dtype: Any = None):
 
     dtype = None if dtype is None else check_dtype(dtype)
     if not isinstance(fill_value, (Array, Tracer)):
+        if np.ndim(fill_value) == 0:
+            return _filled("full", shape, fill_value, np.full((), fill_value, dtype).dtype)
         return _put(np.full(shape, fill_value, dtype))
     from spmd.numpy.shape import astype, broadcast_to
 
@@ -103,6 +123,10 @@ def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None):
     step = 1 if step is None else step
     dtype = None if dtype is None else check_dtype(dtype)
     try:
+        if _tracing() and _integer_range(start, stop, step, dtype):
+            size = len(range(int(start), int(stop), int(step)))
+            dtype = np.arange(start, start, step, dtype=dtype).dtype
+            return iota_p.bind(size=size, start=int(start), step=int(step), dtype=dtype)
         return _put(np.arange(start, stop, step, dtype=dtype))
     except TypeError as error:
         call = f"arange({start!r}, {stop!r}, {step!r}"
@@ -118,6 +142,17 @@ def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None):
             f"{str(error).rstrip('.')}. "
             f"start, stop and step must be Python or NumPy numbers."
         ) from None
+
+
+def _integer_range(start: Any, stop: Any, step: Any, dtype: np.dtype | None) -> bool:
+    """Whether ``arange`` gives integers, exactly, that its dtype holds (an iota then)."""
+    integers = all(isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+                   for v in (start, stop, step))  # fmt: skip
+    if not integers or step == 0 or (dtype is not None and dtype.kind not in "iu"):
+        return False
+    info = np.iinfo(np.arange(start, start, step, dtype=dtype).dtype)
+    last = start + step * max(0, len(range(int(start), int(stop), int(step))) - 1)
+    return info.min <= min(start, last) and max(start, last) <= info.max
 
 
 def _length(start: Any, stop: Any, step: Any) -> str:

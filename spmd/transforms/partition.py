@@ -298,7 +298,7 @@ def _as_text(part: Partitioned) -> str:
 
     def atom(a) -> str:
         if isinstance(a, Literal):
-            return repr(a.value)
+            return repr(np.asarray(a.value).item())
         return names[a]
 
     args = " ".join(
