@@ -10,7 +10,9 @@ summed over; a label repeated inside one operand takes its diagonal.
 
 from __future__ import annotations
 
+import functools
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -70,39 +72,74 @@ def _einsum_shape(*avals: ShapedArray, subscripts: str) -> ShapedArray:
     return ShapedArray(tuple(sizes[label] for label in output), dtype)
 
 
-def _reduce_operand(xp, x, labels: str, keep: str):
-    """Take diagonals and sum away the labels of ``x`` that nothing else needs."""
-    kept = "".join(dict.fromkeys(label for label in labels if label in keep))
-    if kept == labels:
-        return x, labels
-    return xp.einsum(f"{labels}->{kept}", x), kept
+@dataclass(frozen=True)
+class _Plan:
+    """How to contract two operands with one matmul: each operand's diagonal/sum subscripts
+    (None: none), its transpose and its (batch, rows, columns) shape; the product's shape
+    and the transpose that gives the output order (None: the identity)."""
+
+    reduce_x: str | None
+    reduce_y: str | None
+    order_x: tuple[int, ...] | None
+    order_y: tuple[int, ...] | None
+    grouped_x: tuple[int, ...]
+    grouped_y: tuple[int, ...]
+    product: tuple[int, ...]
+    order_out: tuple[int, ...] | None
+
+
+def _kept(labels: str, keep: str) -> str:
+    return "".join(dict.fromkeys(label for label in labels if label in keep))
+
+
+@functools.lru_cache(maxsize=1024)
+def _plan(subscripts: str, shape_x: tuple[int, ...], shape_y: tuple[int, ...]) -> _Plan:
+    (lx, ly), output = parse(subscripts)
+    size = dict(zip(lx, shape_x, strict=True)) | dict(zip(ly, shape_y, strict=True))
+    kx, ky = _kept(lx, ly + output), _kept(ly, lx + output)
+    batch = [c for c in kx if c in ky and c in output]
+    contracted = [c for c in kx if c in ky and c not in output]
+    free_x = [c for c in kx if c not in ky]
+    free_y = [c for c in ky if c not in kx]
+
+    def order(labels: str, groups: list[list[str]]):
+        perm = tuple(labels.index(c) for group in groups for c in group)
+        return None if perm == tuple(range(len(perm))) else perm
+
+    def grouped(groups: list[list[str]]) -> tuple[int, ...]:
+        return tuple(math.prod(size[c] for c in group) for group in groups)
+
+    labels = batch + free_x + free_y
+    out_order = tuple(labels.index(c) for c in output)
+    return _Plan(
+        reduce_x=None if kx == lx else f"{lx}->{kx}",
+        reduce_y=None if ky == ly else f"{ly}->{ky}",
+        order_x=order(kx, [batch, free_x, contracted]),
+        order_y=order(ky, [batch, contracted, free_y]),
+        grouped_x=grouped([batch, free_x, contracted]),
+        grouped_y=grouped([batch, contracted, free_y]),
+        product=tuple(size[c] for c in labels),
+        order_out=None if out_order == tuple(range(len(out_order))) else out_order,
+    )
 
 
 def _einsum_impl(xp, *arrays, subscripts: str):
-    operands, output = parse(subscripts)
     arrays = tuple(xp.asarray(a) for a in arrays)
     if len(arrays) == 1:
         return xp.einsum(subscripts, arrays[0])
-    (x, y), (lx, ly) = arrays, operands
-    x, lx = _reduce_operand(xp, x, lx, ly + output)
-    y, ly = _reduce_operand(xp, y, ly, lx + output)
-    batch = [c for c in lx if c in ly and c in output]
-    contracted = [c for c in lx if c in ly and c not in output]
-    free_x = [c for c in lx if c not in ly]
-    free_y = [c for c in ly if c not in lx]
-    size = dict(zip(lx, x.shape, strict=True)) | dict(zip(ly, y.shape, strict=True))
-
-    def grouped(a, labels: str, groups: list[list[str]]):
-        order = [labels.index(c) for group in groups for c in group]
-        shape = [math.prod(size[c] for c in group) for group in groups]
-        return xp.reshape(xp.transpose(a, order), shape)
-
-    product = xp.matmul(
-        grouped(x, lx, [batch, free_x, contracted]), grouped(y, ly, [batch, contracted, free_y])
-    )
-    labels = batch + free_x + free_y
-    product = xp.reshape(product, [size[c] for c in labels])
-    return xp.transpose(product, [labels.index(c) for c in output])
+    x, y = arrays
+    plan = _plan(subscripts, x.shape, y.shape)
+    if plan.reduce_x is not None:
+        x = xp.einsum(plan.reduce_x, x)
+    if plan.reduce_y is not None:
+        y = xp.einsum(plan.reduce_y, y)
+    if plan.order_x is not None:
+        x = xp.transpose(x, plan.order_x)
+    if plan.order_y is not None:
+        y = xp.transpose(y, plan.order_y)
+    product = xp.matmul(xp.reshape(x, plan.grouped_x), xp.reshape(y, plan.grouped_y))
+    product = xp.reshape(product, plan.product)
+    return product if plan.order_out is None else xp.transpose(product, plan.order_out)
 
 
 def einsum_factors(*, subscripts: str) -> tuple[str, tuple[str, ...]]:

@@ -23,11 +23,12 @@ class Device:
 
     platform: str = ""
     device_kind: str = ""
-    __slots__ = ("id", "process_index")
+    __slots__ = ("_hash", "id", "process_index")
 
     def __init__(self, id: int, process_index: int = 0) -> None:
         self.id = id
         self.process_index = process_index
+        self._hash = hash((self.platform, id))  # devices key every buffer lookup
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(id={self.id})"
@@ -36,7 +37,7 @@ class Device:
         return isinstance(other, Device) and self.platform == other.platform and self.id == other.id
 
     def __hash__(self) -> int:
-        return hash((self.platform, self.id))
+        return self._hash
 
     def __lt__(self, other: Device) -> bool:
         return (self.platform, self.id) < (other.platform, other.id)
