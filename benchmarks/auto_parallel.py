@@ -21,6 +21,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 from timing import interleaved_ms
 
 TINY = "tiny cached call"
+TINY_COLLECTIVES = "tiny call, 2 collectives"
 
 
 def inputs() -> dict[str, np.ndarray]:
@@ -31,6 +32,7 @@ def inputs() -> dict[str, np.ndarray]:
         "w": rng.standard_normal((4096, 1024), dtype=np.float32) / 64,
         "b": rng.standard_normal(1024, dtype=np.float32),
         "tiny": np.arange(8, dtype=np.float32),
+        "small": np.arange(64, dtype=np.float32).reshape(8, 8),
     }
 
 
@@ -51,6 +53,8 @@ def cases(lib, numpy, sigmoid, sharding, spec, grid, line, data) -> dict[str, Ca
         "layer, batch sharded": (layer, batch),
         "layer, contracting sharded": (layer, contracting),
         TINY: (lib.jit(lambda v: v + 1), [put("tiny", line, "x")]),
+        # an all-gather and an all-reduce around an 8x8 matmul: the fixed cost of collectives
+        TINY_COLLECTIVES: (lib.jit(lambda v: (v * 2 + 1).T @ v), [put("small", grid, "x", "y")]),
     }
     calls = {}
     for name, (fn, args) in programs.items():
@@ -100,7 +104,10 @@ def main() -> None:
         calls = {"spmd": mine} | ({"jax": theirs[name]} if name in theirs else {})
         if name.startswith("layer"):
             calls["numpy"] = numpy_layer(data)
-        ms = interleaved_ms(calls, rounds=5, number=2000) if name == TINY else interleaved_ms(calls)
+        if name in (TINY, TINY_COLLECTIVES):
+            ms = interleaved_ms(calls, rounds=5, number=2000 if name == TINY else 300)
+        else:
+            ms = interleaved_ms(calls)
         row = f"{name:28} {ms['spmd']:10.3f}"
         row += f" {ms['jax']:10.3f} {ms['jax'] / ms['spmd']:7.2f}" if "jax" in ms else f" {'-':>18}"
         if "numpy" in ms:
