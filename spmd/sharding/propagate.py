@@ -5,8 +5,10 @@ them alone) stay on the host: they are computed once and sliced for free into wh
 layout their consumers want. Every other value gets a ``ValueSharding`` on the program's
 mesh from its equation's rule (spmd/sharding/rules.py). Propagation runs forward, then
 backward: a value whose users (its consumers, constraints on it, out_shardings) all want it
-split more finely, at no cost, is computed that way, which saves the work of the blocks a
-device would throw away; the two passes repeat to a fixed point.
+laid out one way is computed that way when that is free (split more finely, which saves the
+work of blocks a device would throw away) or moves its operands for no more bytes than
+moving it would take (so data moves where it is smallest); the passes repeat to a fixed
+point.
 """
 
 from __future__ import annotations
@@ -108,7 +110,7 @@ def _forward(program, mesh, result: Propagation, refined: dict) -> None:
         if isinstance(rule, Decision):
             decision = rule
         elif all(s is None for s in operands):
-            decision = _refined_decision(eqn, *want, mesh, operands) if want else None
+            decision = _better_decision(eqn, *want, mesh, operands, None) if want else None
             if decision is None:
                 for var in eqn.outputs:
                     result.shardings[var] = None
@@ -123,7 +125,8 @@ def _forward(program, mesh, result: Propagation, refined: dict) -> None:
             factors = _exactly_linear(eqn, rule, operands)
             decision = solve(factors, operands, nbytes, axis_sizes, moved)
             if want:
-                decision = _refined_decision(eqn, *want, mesh, operands) or decision
+                have = decision.results[0]
+                decision = _better_decision(eqn, *want, mesh, operands, have) or decision
         result.decisions[index] = decision
         for var, sharding in zip(eqn.outputs, decision.results, strict=True):
             result.shardings[var] = sharding
@@ -150,7 +153,7 @@ def _exactly_linear(eqn: Equation, factors: Factors, operands) -> Factors:
 
 def _refined_decision(eqn, want: ValueSharding, why: str, mesh, operands) -> Decision | None:
     """How ``eqn`` computes its one result laid out as ``want``, each operand sliced from
-    what it has (None: it would have to move, or the factors cannot carry that layout)."""
+    what it has or, where it must, moved (None: the factors cannot carry that layout)."""
     factors = factors_of(eqn)
     if isinstance(factors, Decision):
         return None
@@ -166,12 +169,21 @@ def _refined_decision(eqn, want: ValueSharding, why: str, mesh, operands) -> Dec
         return None  # a merged dimension that cannot carry that layout
     wanted_operands = []
     for k, dims in enumerate(factors.operands):
-        split = tuple(project(dim, assignment) for dim in dims)
         have = operands[k]
-        if have is not None and (have.pending or not _refines(have.dims, split)):
+        if have is not None and have.pending:
             return None
-        wanted_operands.append(ValueSharding(split))
-    return Decision(tuple(wanted_operands), (want,), f"split as {why} wants it, at no cost")
+        wanted_operands.append(ValueSharding(tuple(project(dim, assignment) for dim in dims)))
+    return Decision(tuple(wanted_operands), (want,), f"laid out as {why} wants it")
+
+
+def _operand_moves(eqn, decision: Decision, mesh, operands) -> int:
+    """Bytes that moving ``eqn``'s operands into ``decision``'s layouts would take."""
+    moved = 0
+    for atom, have, want in zip(eqn.inputs, operands, decision.operands, strict=True):
+        if have is not None and not _refines(have.dims, want.dims):
+            aval = atom.aval
+            moved += cost(mesh, aval.shape, aval.dtype.itemsize, have, want)
+    return moved
 
 
 def _refines(coarse, fine) -> bool:
@@ -180,10 +192,11 @@ def _refines(coarse, fine) -> bool:
 
 
 def _backward(program, mesh, result: Propagation, targets) -> dict:
-    """Values whose every user (consumers and out_shardings) wants them split further, at
-    no cost: ask their equations to compute them so. One pass from the last equation to
-    the first carries such wishes up whole chains. A value on the host moves to the mesh
-    only to be split over every mesh axis, so that no device repeats another's work."""
+    """Values whose every user (consumers and out_shardings) wants them laid out one way
+    that their equation can give cheaply (see _better_decision): ask for it. One pass from
+    the last equation to the first carries such wishes up whole chains. A value on the host
+    moves to the mesh only to be split over every mesh axis, so that no device repeats
+    another's work."""
     wants: dict[Var, list[tuple[ValueSharding | None, str]]] = {}
 
     def wish(atom, sharding: ValueSharding | None, who: str) -> None:
@@ -199,7 +212,8 @@ def _backward(program, mesh, result: Propagation, targets) -> dict:
         if len(eqn.outputs) == 1 and _splits_freely(eqn):
             want = _agreed_refinement(wants.get(eqn.outputs[0], []), result, eqn, mesh)
             operands = [_operand(result, a) for a in eqn.inputs]
-            better = want and _refined_decision(eqn, *want, mesh, operands)
+            have = result.shardings.get(eqn.outputs[0])
+            better = want and _better_decision(eqn, *want, mesh, operands, have)
             if better:
                 found[eqn.outputs[0]] = want
                 decision = better
@@ -209,7 +223,7 @@ def _backward(program, mesh, result: Propagation, targets) -> dict:
 
 
 def _agreed_refinement(wants, result: Propagation, eqn, mesh):
-    """The (layout, who) every user wants, if it refines the value's layout for free."""
+    """The (layout, who) every user wants, if it is not the value's layout already."""
     var = eqn.outputs[0]
     if not wants or any(w is None for w, _ in wants):
         return None
@@ -220,9 +234,33 @@ def _agreed_refinement(wants, result: Propagation, eqn, mesh):
     if have is None:
         on_every_axis = first.used_axes >= {a for a, n in mesh.shape.items() if n > 1}
         return (first, who) if on_every_axis else None
-    if have.pending or first.dims == have.dims or not _refines(have.dims, first.dims):
+    if have.pending or first.dims == have.dims:
         return None
     return first, who if len(wants) == 1 else "every consumer"
+
+
+def _better_decision(
+    eqn, want: ValueSharding, who: str, mesh, operands, have: ValueSharding | None
+) -> Decision | None:
+    """``eqn`` computing its result as ``want`` rather than ``have``, if that is free (a
+    local slice of what it has) or moves fewer bytes than moving the result afterwards."""
+    decision = _refined_decision(eqn, want, who, mesh, operands)
+    if decision is None:
+        return None
+    if have is not None and have.pending:
+        return None
+    moves = _operand_moves(eqn, decision, mesh, operands)
+    if have is None or _refines(have.dims, want.dims):
+        free = dataclasses.replace(decision, reason=f"{decision.reason}, at no cost")
+        return free if moves == 0 else None
+    aval = eqn.outputs[0].aval
+    instead = cost(mesh, aval.shape, aval.dtype.itemsize, have, want)
+    if moves > instead:  # a tie moves the data earlier, where an earlier step may avoid it
+        return None
+    reason = (
+        f"{decision.reason}: moving its operands ({moves} B) costs no more than it ({instead} B)"
+    )
+    return dataclasses.replace(decision, reason=reason)
 
 
 def _splits_freely(eqn: Equation) -> bool:
