@@ -151,7 +151,7 @@ def _exactly_linear(eqn: Equation, factors: Factors, operands) -> Factors:
     return factors
 
 
-def _refined_decision(eqn, want: ValueSharding, why: str, mesh, operands) -> Decision | None:
+def _decision_for(eqn, want: ValueSharding, why: str, mesh, operands) -> Decision | None:
     """How ``eqn`` computes its one result laid out as ``want``, each operand sliced from
     what it has or, where it must, moved (None: the factors cannot carry that layout)."""
     factors = factors_of(eqn)
@@ -209,8 +209,8 @@ def _backward(program, mesh, result: Propagation, targets) -> dict:
     for index in reversed(range(len(program.equations))):
         eqn = program.equations[index]
         decision = result.decisions.get(index)
-        if len(eqn.outputs) == 1 and _splits_freely(eqn):
-            want = _agreed_refinement(wants.get(eqn.outputs[0], []), result, eqn, mesh)
+        if len(eqn.outputs) == 1 and _lays_out_freely(eqn):
+            want = _agreed_layout(wants.get(eqn.outputs[0], []), result, eqn, mesh)
             operands = [_operand(result, a) for a in eqn.inputs]
             have = result.shardings.get(eqn.outputs[0])
             better = want and _better_decision(eqn, *want, mesh, operands, have)
@@ -222,7 +222,7 @@ def _backward(program, mesh, result: Propagation, targets) -> dict:
     return found
 
 
-def _agreed_refinement(wants, result: Propagation, eqn, mesh):
+def _agreed_layout(wants, result: Propagation, eqn, mesh):
     """The (layout, who) every user wants, if it is not the value's layout already."""
     var = eqn.outputs[0]
     if not wants or any(w is None for w, _ in wants):
@@ -243,8 +243,8 @@ def _better_decision(
     eqn, want: ValueSharding, who: str, mesh, operands, have: ValueSharding | None
 ) -> Decision | None:
     """``eqn`` computing its result as ``want`` rather than ``have``, if that is free (a
-    local slice of what it has) or moves fewer bytes than moving the result afterwards."""
-    decision = _refined_decision(eqn, want, who, mesh, operands)
+    local slice of what it has) or moves no more bytes than moving the result afterwards."""
+    decision = _decision_for(eqn, want, who, mesh, operands)
     if decision is None:
         return None
     if have is not None and have.pending:
@@ -263,7 +263,7 @@ def _better_decision(
     return dataclasses.replace(decision, reason=reason)
 
 
-def _splits_freely(eqn: Equation) -> bool:
-    """Whether ``eqn`` computes one result by a rule that may split it (not one that fixes
-    its layouts, as a constraint or shard_map does)."""
+def _lays_out_freely(eqn: Equation) -> bool:
+    """Whether ``eqn`` computes one result by a rule that may lay it out any way (not one
+    that fixes its layouts, as a constraint or shard_map does)."""
     return len(eqn.outputs) == 1 and not isinstance(factors_of(eqn), Decision)
