@@ -75,12 +75,11 @@ def execute(
         out = eqn.primitive.rules.impl(np, *values, **eqn.params)
         outs = out if eqn.primitive.multiple_results else (out,)
         host.update(zip(eqn.outputs, outs, strict=True))
-    last_use = _last_uses(part)
-    reuse = _reuse_plan(part, last_use)
-    segment: list[tuple[Compute, int | None]] = []
+    last_use, calls = _prepared(part)
+    segment: list[tuple[Compute, Any]] = []
     for index, step in enumerate(part.steps):
         if isinstance(step, Compute):
-            segment.append((step, reuse.get(index)))
+            segment.append((step, calls[index]))
             continue
         _run_segment(segment, env, mesh.size)
         segment = []
@@ -154,16 +153,10 @@ def _last_uses(part: Partitioned) -> dict[Var, int]:
     return last
 
 
-_REUSE_PLANS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
 def _reuse_plan(part: Partitioned, last_use: dict[Var, int]) -> dict[int, int]:
     """Step index → the operand whose buffer that step may write its result into: a value
     made by an elementwise step (a fresh array nothing else views), dying there, with the
     result's shape, dtype and sharding."""
-    plan = _REUSE_PLANS.get(part)
-    if plan is not None:
-        return plan
     made_fresh: dict[Var, ValueSharding] = {}
     viewed: set[Var] = set()
     for step in part.steps:
@@ -196,7 +189,6 @@ def _reuse_plan(part: Partitioned, last_use: dict[Var, int]) -> dict[int, int]:
             if fits:
                 plan[index] = k
                 break
-    _REUSE_PLANS[part] = plan
     return plan
 
 
@@ -205,7 +197,58 @@ def _drop(env: dict, last_use: dict, index: int) -> None:
         del env[var]
 
 
-def _run_segment(segment: list[tuple[Compute, int | None]], env: dict, count: int) -> None:
+_PREPARED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _prepared(part: Partitioned) -> tuple[dict[Var, int], dict[int, Any]]:
+    """Each value's last use, and each Compute step's per-device call (by step index),
+    worked out once per partitioned program."""
+    found = _PREPARED.get(part)
+    if found is None:
+        last_use = _last_uses(part)
+        reuse = _reuse_plan(part, last_use)
+        calls = {
+            index: _call(step, reuse.get(index))
+            for index, step in enumerate(part.steps)
+            if isinstance(step, Compute)
+        }
+        found = _PREPARED[part] = (last_use, calls)
+    return found
+
+
+def _call(step: Compute, reuse: int | None):
+    """``(env, position) -> None``: run ``step`` for one device, its dispatch decided once."""
+    rules = step.eqn.primitive.rules
+    same_params = all(p is step.params[0] for p in step.params)
+    direct = rules.ufunc is not None and not step.params[0] and same_params and reuse is None
+    fn = rules.ufunc if direct else functools.partial(rules.impl, np)
+    getters = [
+        (lambda env, position, value=a.value: value)
+        if isinstance(a, Literal)
+        else (lambda env, position, var=a: env[var][position])
+        for a in step.inputs
+    ]
+    outputs = step.outputs if step.eqn.primitive.multiple_results else None
+    (single,) = step.outputs if outputs is None else (None,)
+
+    def call(env: dict, position: int) -> None:
+        values = [get(env, position) for get in getters]
+        params = step.params[position]
+        if reuse is not None:
+            target = values[reuse]
+            if type(target) is np.ndarray and target.flags.writeable and target.ndim:
+                params = {**params, "out": target}
+        out = fn(*values, **params)
+        if outputs is None:
+            env[single][position] = out
+        else:
+            for var, value in zip(outputs, out, strict=True):
+                env[var][position] = value
+
+    return call
+
+
+def _run_segment(segment: list[tuple[Compute, Any]], env: dict, count: int) -> None:
     """Run consecutive per-device equations: one task per device."""
     if not segment:
         return
@@ -216,17 +259,8 @@ def _run_segment(segment: list[tuple[Compute, int | None]], env: dict, count: in
             env[var] = [None] * count
 
     def run(position: int) -> None:
-        for step, reuse in segment:
-            values = [a.value if isinstance(a, Literal) else env[a][position] for a in step.inputs]
-            params = step.params[position]
-            if reuse is not None:
-                target = values[reuse]
-                if type(target) is np.ndarray and target.flags.writeable and target.ndim:
-                    params = {**params, "out": target}
-            out = step.eqn.primitive.rules.impl(np, *values, **params)
-            outs = out if step.eqn.primitive.multiple_results else (out,)
-            for var, value in zip(step.outputs, outs, strict=True):
-                env[var][position] = value
+        for _, call in segment:
+            call(env, position)
 
     parallel = nbytes >= INLINE_BYTES and count > 1 and worker_count() > 1
     contracts = any(step.eqn.primitive.name == "einsum" for step, _ in segment)
