@@ -168,7 +168,17 @@ def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, dtype:
 
 
 def eye(N: int, M: int | None = None, k: int = 0, dtype: Any = float):
-    return _put(np.eye(N, M, k, dtype=check_dtype(dtype)))
+    """``numpy.eye``: ones on the ``k``-th diagonal of an N × M matrix; inside a trace,
+    ``row + k == column`` over two iotas, which each device computes for its block."""
+    dtype = check_dtype(dtype)
+    if not _tracing():
+        return _put(np.eye(N, M, k, dtype=dtype))
+    from spmd.numpy.shape import _sizes
+
+    n, m = _sizes((N, N if M is None else M), "eye", "(N, M)")
+    rows = iota_p.bind(size=n, start=int(k), step=1, dtype=np.dtype(np.int64))
+    columns = iota_p.bind(size=m, start=0, step=1, dtype=np.dtype(np.int64))
+    return (rows[:, None] == columns[None, :]).astype(dtype)
 
 
 __all__ = [
