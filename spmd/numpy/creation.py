@@ -123,10 +123,9 @@ def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None):
     step = 1 if step is None else step
     dtype = None if dtype is None else check_dtype(dtype)
     try:
-        if _tracing() and _integer_range(start, stop, step, dtype):
-            size = len(range(int(start), int(stop), int(step)))
-            dtype = np.arange(start, start, step, dtype=dtype).dtype
-            return iota_p.bind(size=size, start=int(start), step=int(step), dtype=dtype)
+        iota = _tracing() and _iota_params(start, stop, step, dtype)
+        if iota:
+            return iota_p.bind(**iota)
         return _put(np.arange(start, stop, step, dtype=dtype))
     except TypeError as error:
         call = f"arange({start!r}, {stop!r}, {step!r}"
@@ -144,15 +143,21 @@ def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None):
         ) from None
 
 
-def _integer_range(start: Any, stop: Any, step: Any, dtype: np.dtype | None) -> bool:
-    """Whether ``arange`` gives integers, exactly, that its dtype holds (an iota then)."""
+def _iota_params(start: Any, stop: Any, step: Any, dtype: np.dtype | None) -> dict | None:
+    """iota's parameters for ``arange(start, stop, step, dtype)``, if it gives integers,
+    exactly, that its dtype holds (None: NumPy computes it)."""
     integers = all(isinstance(v, (int, np.integer)) and not isinstance(v, bool)
                    for v in (start, stop, step))  # fmt: skip
     if not integers or step == 0 or (dtype is not None and dtype.kind not in "iu"):
-        return False
-    info = np.iinfo(np.arange(start, start, step, dtype=dtype).dtype)
-    last = start + step * max(0, len(range(int(start), int(stop), int(step))) - 1)
-    return info.min <= min(start, last) and max(start, last) <= info.max
+        return None
+    start, step = int(start), int(step)
+    size = len(range(start, int(stop), step))
+    dtype = np.arange(start, start, step, dtype=dtype).dtype  # NumPy's choice of dtype
+    info = np.iinfo(dtype)
+    last = start + step * max(0, size - 1)
+    if not (info.min <= min(start, last) and max(start, last) <= info.max):
+        return None
+    return {"size": size, "start": start, "step": step, "dtype": dtype}
 
 
 def _length(start: Any, stop: Any, step: Any) -> str:
@@ -176,8 +181,7 @@ def eye(N: int, M: int | None = None, k: int = 0, dtype: Any = float):
     from spmd.numpy.shape import _sizes
 
     n, m = _sizes((N, N if M is None else M), "eye", "(N, M)")
-    rows = iota_p.bind(size=n, start=int(k), step=1, dtype=np.dtype(np.int64))
-    columns = iota_p.bind(size=m, start=0, step=1, dtype=np.dtype(np.int64))
+    rows, columns = arange(int(k), int(k) + n), arange(m)
     return (rows[:, None] == columns[None, :]).astype(dtype)
 
 

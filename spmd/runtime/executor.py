@@ -219,8 +219,7 @@ def _prepared(part: Partitioned) -> tuple[dict[Var, int], dict[int, Any]]:
 def _call(step: Compute, reuse: int | None):
     """``(env, position) -> None``: run ``step`` for one device, its dispatch decided once."""
     rules = step.eqn.primitive.rules
-    same_params = all(p is step.params[0] for p in step.params)
-    direct = rules.ufunc is not None and not step.params[0] and same_params and reuse is None
+    direct = rules.ufunc is not None and reuse is None and not any(step.params)
     fn = rules.ufunc if direct else functools.partial(rules.impl, np)
     getters = [
         (lambda env, position, value=a.value: value)
@@ -228,8 +227,7 @@ def _call(step: Compute, reuse: int | None):
         else (lambda env, position, var=a: env[var][position])
         for a in step.inputs
     ]
-    outputs = step.outputs if step.eqn.primitive.multiple_results else None
-    (single,) = step.outputs if outputs is None else (None,)
+    multiple = step.eqn.primitive.multiple_results
 
     def call(env: dict, position: int) -> None:
         values = [get(env, position) for get in getters]
@@ -239,11 +237,8 @@ def _call(step: Compute, reuse: int | None):
             if type(target) is np.ndarray and target.flags.writeable and target.ndim:
                 params = {**params, "out": target}
         out = fn(*values, **params)
-        if outputs is None:
-            env[single][position] = out
-        else:
-            for var, value in zip(outputs, out, strict=True):
-                env[var][position] = value
+        for var, value in zip(step.outputs, out if multiple else (out,), strict=True):
+            env[var][position] = value
 
     return call
 

@@ -211,12 +211,13 @@ def _backward(program, mesh, result: Propagation, targets) -> dict:
         decision = result.decisions.get(index)
         if len(eqn.outputs) == 1 and _lays_out_freely(eqn):
             want = _agreed_layout(wants.get(eqn.outputs[0], []), result, eqn, mesh)
-            operands = [_operand(result, a) for a in eqn.inputs]
-            have = result.shardings.get(eqn.outputs[0])
-            better = want and _better_decision(eqn, *want, mesh, operands, have)
-            if better:
-                found[eqn.outputs[0]] = want
-                decision = better
+            if want:
+                operands = [_operand(result, a) for a in eqn.inputs]
+                have = result.shardings.get(eqn.outputs[0])
+                better = _better_decision(eqn, *want, mesh, operands, have)
+                if better:
+                    found[eqn.outputs[0]] = want
+                    decision = better
         for k, atom in enumerate(eqn.inputs):
             wish(atom, decision.operands[k] if decision else None, "every consumer")
     return found
