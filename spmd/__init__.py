@@ -1,8 +1,8 @@
 """spmd: write array code for one device, run it over many (SPMD parallelism on NumPy)."""
 
-from spmd import debug, lax, nn, numpy, random, sharding, tree_util
+from spmd import debug, distributed, lax, multihost_utils, nn, numpy, random, sharding, tree_util
 from spmd.config import config
-from spmd.core.trace import TracerBoolConversionError, UnexpectedTracerError
+from spmd.core.trace import EvalTrace, TracerBoolConversionError, UnexpectedTracerError
 from spmd.errors import (
     AxisNameError,
     ConfigError,
@@ -15,21 +15,12 @@ from spmd.errors import (
     SpmdValueError,
 )
 from spmd.prims.indexing import SpmdIndexError
+from spmd.runtime import eager as _eager
 from spmd.runtime.array import Array, Shard
 from spmd.runtime.construct import (
     make_array_from_callback,
     make_array_from_process_local_data,
     make_array_from_single_device_arrays,
-)
-from spmd.runtime.device import (
-    CpuDevice,
-    Device,
-    device_count,
-    devices,
-    local_device_count,
-    local_devices,
-    process_count,
-    process_index,
 )
 from spmd.runtime.put import device_put
 from spmd.sharding import (
@@ -41,12 +32,27 @@ from spmd.sharding import (
     SingleDeviceSharding,
     make_mesh,
 )
+from spmd.sharding.device import (
+    CpuDevice,
+    Device,
+    device_count,
+    devices,
+    local_device_count,
+    local_devices,
+    process_count,
+    process_index,
+)
 from spmd.transforms.jit import jit, make_jaxpr
 from spmd.transforms.pmap import pmap
 from spmd.transforms.shard_map import shard_map, smap
 from spmd.transforms.shards import num_shards, pmap_shards, shard, stack
 
 __version__ = "0.1.0"
+
+# The layers meet here, so that none imports one above it: values outside any trace are
+# evaluated by runtime/, which runs sharded operands through jit.
+EvalTrace.evaluate = staticmethod(_eager.run_eagerly)
+_eager.compile_function = jit
 
 __all__ = [
     "Array",
@@ -76,6 +82,7 @@ __all__ = [
     "device_count",
     "device_put",
     "devices",
+    "distributed",
     "jit",
     "lax",
     "local_device_count",
@@ -85,6 +92,7 @@ __all__ = [
     "make_array_from_single_device_arrays",
     "make_jaxpr",
     "make_mesh",
+    "multihost_utils",
     "nn",
     "num_shards",
     "numpy",

@@ -22,16 +22,28 @@ def _positive_int(name: str, value: Any) -> int:
     return int(value)
 
 
+def _positive_float(name: str, value: Any) -> float:
+    try:
+        number = float(value.strip() if isinstance(value, str) else value)
+    except (TypeError, ValueError):
+        number = float("nan")
+    if isinstance(value, bool) or not number > 0:
+        raise ConfigError(f"{name} must be a positive number of seconds, got {value!r}.")
+    return number
+
+
 @dataclass(frozen=True)
 class _Option:
     default: Any
     env: str
     parse: Callable[[str, Any], Any]
-    frozen_after: str  # what, once it happened, makes later updates meaningless
+    frozen_after: str | None = None  # what, once it happened, makes later updates meaningless
 
 
 _OPTIONS = {
     "num_cpu_devices": _Option(8, "SPMD_NUM_CPU_DEVICES", _positive_int, "devices were created"),
+    # how long a process waits for its peers in a collective before it names them in an error
+    "collective_timeout": _Option(60.0, "SPMD_COLLECTIVE_TIMEOUT", _positive_float),
 }
 
 

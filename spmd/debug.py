@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from spmd.core.aval import host_array
 from spmd.core.trace import Tracer
 from spmd.prims.constraint import inspect_sharding_p
 from spmd.runtime.counting import CollectiveCounts, count_collectives
-from spmd.runtime.put import host_array
 from spmd.sharding.visualize import visualize_array_sharding, visualize_sharding
 
 __all__ = [

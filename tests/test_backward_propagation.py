@@ -8,7 +8,7 @@ import spmd.numpy as snp
 from spmd import NamedSharding, P
 from spmd.sharding.reshard import cost
 from spmd.sharding.rules import ValueSharding
-from spmd.transforms.partition import Compute
+from spmd.sharding.device_program import Compute
 
 GRID = spmd.make_mesh((2, 4), ("x", "y"))
 

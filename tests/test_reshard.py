@@ -13,7 +13,7 @@ from spmd import NamedSharding, P
 from spmd.debug import count_collectives
 from spmd.sharding.reshard import COLLECTIVES, plan
 from spmd.sharding.rules import ValueSharding
-from spmd.transforms.partition import Reshard
+from spmd.sharding.device_program import Reshard
 from tests.test_partition import (
     SHARDED,
     assert_valid_array,

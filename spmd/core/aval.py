@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from spmd.errors import SpmdTypeError, aval_str
+from spmd.errors import ShapeError, SpmdTypeError, aval_str
 
 _NUMERIC_KINDS = "biufc"
 _WEAK_EXAMPLE = {"b": False, "i": 0, "u": 0, "f": 0.0, "c": 0j}  # stands for a Python scalar
@@ -67,3 +68,20 @@ def result_dtype(*avals: ShapedArray) -> tuple[np.dtype, bool]:
     if not strong:
         return np.result_type(*weak), True
     return np.result_type(*strong, *weak), False
+
+
+def host_array(x: Any, argument: str) -> np.ndarray:
+    """``x`` as a NumPy array with a numeric dtype, or a clear error naming ``argument``."""
+    try:
+        value = np.asarray(x)
+    except ValueError as error:
+        raise ShapeError(
+            f"{argument} cannot become an array: {error}. Nested lists must be rectangular."
+        ) from None
+    if value.dtype.kind not in _NUMERIC_KINDS:
+        raise SpmdTypeError(
+            f"{argument} has dtype {value.dtype} ({type(x).__name__}); spmd arrays hold bool, "
+            f"integer, float or complex numbers. Convert it first, e.g. np.asarray(x, "
+            f"dtype=np.float32)."
+        )
+    return value

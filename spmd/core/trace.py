@@ -7,12 +7,11 @@ from typing import Any
 
 import numpy as np
 
-from spmd.core.aval import ShapedArray, python_scalar_aval
+from spmd.core.aval import ShapedArray, host_array, python_scalar_aval
 from spmd.core.methods import ArrayMethods
 from spmd.core.primitive import Primitive
 from spmd.core.program import Equation, Literal, Program, Var
 from spmd.errors import SpmdError, SpmdTypeError
-from spmd.runtime.put import host_array
 
 _PYTHON_SCALARS = frozenset({bool, int, float, complex})  # exact types: np.float64 is strong
 
@@ -47,10 +46,10 @@ def _outputs(primitive: Primitive, out: Any) -> list:
 class EvalTrace(Trace):
     """No tracing: apply each primitive to concrete values right away."""
 
-    def process(self, primitive: Primitive, args: tuple, params: dict) -> Any:
-        from spmd.runtime.eager import run_eagerly
+    evaluate: Any = None  # (primitive, args, params) -> result: runtime's, set by spmd/__init__
 
-        return run_eagerly(primitive, args, params)
+    def process(self, primitive: Primitive, args: tuple, params: dict) -> Any:
+        return self.evaluate(primitive, args, params)
 
 
 class ProgramTrace(Trace):

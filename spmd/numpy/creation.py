@@ -7,10 +7,10 @@ from typing import Any
 
 import numpy as np
 
-from spmd.core.aval import check_dtype
+from spmd.core.aval import check_dtype, host_array
 from spmd.errors import ShapeError, SpmdTypeError
 from spmd.prims.creation import iota_p
-from spmd.runtime.put import device_put, host_array
+from spmd.runtime.put import device_put
 
 
 def _put(value: np.ndarray):

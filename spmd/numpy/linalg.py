@@ -6,12 +6,11 @@ from __future__ import annotations
 from collections.abc import Hashable, Sequence
 from typing import Any
 
-from spmd.core.aval import ShapedArray
+from spmd.core.aval import ShapedArray, host_array
 from spmd.core.axes import normalize_axes
 from spmd.core.trace import aval_of
 from spmd.errors import ShapeError, SpmdTypeError, shape_str
 from spmd.prims.contraction import LETTERS, einsum_p
-from spmd.runtime.put import host_array
 
 Labels = Sequence[Hashable]
 

@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from spmd.core.methods import ArrayMethods
-from spmd.errors import SpmdTypeError, aval_str
-from spmd.runtime.device import Device
+from spmd.errors import DistributedError, SpmdTypeError, aval_str
 from spmd.runtime.pool import parallel_map
+from spmd.sharding.device import Device, process_index
 from spmd.sharding.layout import bounds_to_slices
 from spmd.sharding.named import NamedSharding, Sharding, SingleDeviceSharding
 
@@ -138,22 +138,27 @@ class Array(ArrayMethods):
     # ---- conversion to host values -----------------------------------------------
     def _value(self) -> np.ndarray:
         if self._npy_value is None:
-            if not self.is_fully_addressable:
-                raise SpmdTypeError(
-                    f"Array {aval_str(self._shape, self._dtype)} spans several processes; "
-                    f"gather it first with spmd.multihost_utils.process_allgather."
-                )
             layout = self._sharding.layout(self._shape)
-            if len(layout.holders) == 1:
-                value = next(iter(self._buffers.values()))
+            held = {}  # block → a holder of it in this process
+            for block, holders in layout.holders.items():
+                here = [h for h in holders if h in self._buffers]
+                if not here:
+                    raise DistributedError(
+                        f"Array {aval_str(self._shape, self._dtype)} spans several processes "
+                        f"and process {process_index()} holds only some of its shards; gather "
+                        f"it with spmd.multihost_utils.process_allgather(x), or read "
+                        f"x.addressable_shards."
+                    )
+                held[block] = here[0]
+            if len(held) == 1:
+                value = self._buffers[next(iter(held.values()))]
             else:
                 value = np.empty(self._shape, self._dtype)
 
                 def fill(block: tuple[int, ...]) -> None:
-                    holder = layout.holders[block][0]
-                    value[bounds_to_slices(layout.bounds(block))] = self._buffers[holder]
+                    value[bounds_to_slices(layout.bounds(block))] = self._buffers[held[block]]
 
-                parallel_map(fill, layout.holders, self.nbytes)
+                parallel_map(fill, held, self.nbytes)
                 value.flags.writeable = False
             self._npy_value = value
         return self._npy_value

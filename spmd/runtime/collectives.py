@@ -18,36 +18,40 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from spmd.runtime.communicator import Communicator, groups
+from spmd.runtime.communicator import Buffers, Communicator
 from spmd.sharding.layout import Layout, mesh_layout
-from spmd.sharding.mesh import Mesh
-
-Buffers = list[np.ndarray]
+from spmd.sharding.mesh import Mesh, groups
 
 
 def run_collective(
-    name: str, params: dict, buffers: Sequence, mesh: Mesh, comm: Communicator
+    name: str, params: dict, buffers: Buffers, shapes: Sequence, mesh: Mesh, comm: Communicator
 ) -> Buffers:
-    """``name`` (psum, all_gather, psum_scatter, all_to_all, ppermute) of per-device
-    ``buffers``, listed in the mesh's device order."""
-    arrays = [np.asarray(b) for b in buffers]
+    """``name`` (psum, all_gather, psum_scatter, all_to_all, ppermute) of this process's
+    devices' ``buffers``; ``shapes`` lists every mesh position's block shape."""
+    arrays = {d: np.asarray(b) for d, b in buffers.items()}
     axes = params["axes"]
+    devices = mesh.devices.flat
     if name == "psum":
-        return comm.all_reduce(arrays, groups(mesh, axes), params["op"])
+        device_groups = [[devices[p] for p in g] for g in groups(mesh, axes)]
+        return comm.all_reduce(arrays, device_groups, params["op"])
     run = _RUNNERS[name]
-    out: Buffers = [None] * len(arrays)  # type: ignore[list-item]
-    for positions in _shape_classes(arrays):
-        results = run(comm, mesh, positions, [arrays[p] for p in positions], params)
-        for p, r in zip(positions, results, strict=True):
-            out[p] = r
+    out: Buffers = {}
+    for block, positions in _shape_classes(shapes).items():
+        held = {devices[p]: arrays[devices[p]] for p in positions if devices[p] in arrays}
+        if held:  # a class without devices here exchanges nothing with this process
+            out.update(run(comm, mesh, positions, held, block, params))
     return out
 
 
-def _shape_classes(arrays: Buffers) -> list[list[int]]:
+def _shape_classes(shapes: Sequence) -> dict[tuple, list[int]]:
     classes: dict[tuple, list[int]] = {}
-    for p, a in enumerate(arrays):
-        classes.setdefault(a.shape, []).append(p)
-    return list(classes.values())
+    for p, shape in enumerate(shapes):
+        classes.setdefault(tuple(shape), []).append(p)
+    return classes
+
+
+def _dtype(held: Buffers) -> np.dtype:
+    return next(iter(held.values())).dtype
 
 
 def _stacked(mesh: Mesh, positions: list[int], lead: list, block: tuple[int, ...], spec) -> Layout:
@@ -72,29 +76,29 @@ def _lead(mesh: Mesh, axes: tuple[str, ...]) -> list:
     return [a for a in mesh.axis_names if a not in axes] + [axes]
 
 
-def _all_gather(comm, mesh, positions, arrays, params) -> Buffers:
+def _all_gather(comm, mesh, positions, held, block, params) -> Buffers:
     axes, axis, tiled = params["axes"], params["axis"], params["tiled"]
-    block = arrays[0].shape
     lead = _lead(mesh, axes)
     rest = [(a,) for a in lead[:-1]]
     src = _stacked(mesh, positions, lead, block, [*rest, axes, *[()] * len(block)])
     dst = _stacked(mesh, positions, lead, block, [*rest, (), *[()] * len(block)])
     ones = (1,) * len(rest)
-    got = comm.all_gather([a.reshape(*ones, 1, *block) for a in arrays], src, dst)
-    out = []
-    for g in got:
+    stacked_in = {d: a.reshape(*ones, 1, *block) for d, a in held.items()}
+    got = comm.all_gather(stacked_in, src, dst, _dtype(held))
+    out = {}
+    for d in held:
+        g = got[d]
         stacked = np.moveaxis(g.reshape(g.shape[len(rest) :]), 0, axis)
         if tiled:
             shape = list(block)
             shape[axis] *= stacked.shape[axis]
             stacked = stacked.reshape(shape)
-        out.append(stacked)
+        out[d] = stacked
     return out
 
 
-def _psum_scatter(comm, mesh, positions, arrays, params) -> Buffers:
+def _psum_scatter(comm, mesh, positions, held, block, params) -> Buffers:
     axes, dim, tiled = params["axes"], params["scatter_dimension"], params["tiled"]
-    block = arrays[0].shape
     lead = [a for a in mesh.axis_names if a not in axes]
     rest = [(a,) for a in lead]
     spec = [()] * len(block)
@@ -102,19 +106,21 @@ def _psum_scatter(comm, mesh, positions, arrays, params) -> Buffers:
     spec[dim] = axes
     dst = _stacked(mesh, positions, lead, block, [*rest, *spec])
     ones = (1,) * len(rest)
-    members = _positions_in(groups(mesh, axes), positions)
-    got = comm.reduce_scatter([a.reshape(*ones, *block) for a in arrays], members, "sum", src, dst)
-    out = []
-    for g in got:
-        g = g.reshape(g.shape[len(rest) :])
-        out.append(g if tiled else np.squeeze(g, dim))
+    inside = set(positions)
+    devices = mesh.devices.flat
+    members = [[devices[p] for p in g] for g in groups(mesh, axes) if g[0] in inside]
+    stacked_in = {d: a.reshape(*ones, *block) for d, a in held.items()}
+    got = comm.reduce_scatter(stacked_in, members, "sum", src, dst)
+    out = {}
+    for d in held:
+        g = got[d].reshape(got[d].shape[len(rest) :])
+        out[d] = g if tiled else np.squeeze(g, dim)
     return out
 
 
-def _all_to_all(comm, mesh, positions, arrays, params) -> Buffers:
+def _all_to_all(comm, mesh, positions, held, block, params) -> Buffers:
     axes, size = params["axes"], params["size"]
     split, concat, tiled = params["split_axis"], params["concat_axis"], params["tiled"]
-    block = arrays[0].shape
     chunked = (*block[:split], size, block[split] // size, *block[split + 1 :])
     lead = _lead(mesh, axes)
     rest = [(a,) for a in lead[:-1]]
@@ -123,24 +129,25 @@ def _all_to_all(comm, mesh, positions, arrays, params) -> Buffers:
     spec[split] = axes
     dst = _stacked(mesh, positions, lead, chunked, [*rest, (), *spec])
     ones = (1,) * len(rest)
-    got = comm.all_to_all([a.reshape(*ones, 1, *chunked) for a in arrays], src, dst)
-    out = []
-    for g in got:
+    stacked_in = {d: a.reshape(*ones, 1, *chunked) for d, a in held.items()}
+    got = comm.all_to_all(stacked_in, src, dst, _dtype(held))
+    out = {}
+    for d in held:
+        g = got[d]
         pieces = g.reshape(g.shape[len(rest) :])  # (senders, *block with its chunk of split)
         pieces = np.squeeze(pieces, 1 + split)
         if tiled:
             shape = list(block)
             shape[split] //= size
             shape[concat] *= size
-            out.append(np.moveaxis(pieces, 0, concat).reshape(shape))
+            out[d] = np.moveaxis(pieces, 0, concat).reshape(shape)
         else:
-            out.append(np.moveaxis(np.squeeze(pieces, 1 + split), 0, concat))
+            out[d] = np.moveaxis(np.squeeze(pieces, 1 + split), 0, concat)
     return out
 
 
-def _ppermute(comm, mesh, positions, arrays, params) -> Buffers:
+def _ppermute(comm, mesh, positions, held, block, params) -> Buffers:
     axes = tuple(a for a in mesh.axis_names if a in params["axes"])  # mesh order, as JAX
-    block = arrays[0].shape
     lead = _lead(mesh, axes)
     rest = [(a,) for a in lead[:-1]]
     src = _stacked(mesh, positions, lead, block, [*rest, axes, *[()] * len(block)])
@@ -152,17 +159,13 @@ def _ppermute(comm, mesh, positions, arrays, params) -> Buffers:
         blocks.append((*b[:k], sender, *b[k + 1 :]))
     dst = dataclasses.replace(src, blocks=tuple(blocks))
     ones = (1,) * len(rest)
-    got = comm.permute([a.reshape(*ones, 1, *block) for a in arrays], src, dst)
-    out = []
-    for b, g in zip(src.blocks, got, strict=True):
-        out.append(g.reshape(block) if b[k] in source_of else np.zeros(block, g.dtype))
+    stacked_in = {d: a.reshape(*ones, 1, *block) for d, a in held.items()}
+    got = comm.permute(stacked_in, src, dst, _dtype(held))
+    out = {}
+    for d in held:
+        b = src.blocks[src.position[d]]
+        out[d] = got[d].reshape(block) if b[k] in source_of else np.zeros(block, got[d].dtype)
     return out
-
-
-def _positions_in(all_groups: list[list[int]], positions: list[int]) -> list[list[int]]:
-    """``all_groups`` renumbered as indices into ``positions`` (groups outside it dropped)."""
-    index = {p: i for i, p in enumerate(positions)}
-    return [[index[p] for p in g] for g in all_groups if g[0] in index]
 
 
 _RUNNERS: dict[str, Callable] = {

@@ -1,24 +1,29 @@
-"""Communicators: the fixed set of collectives an executor calls, and the in-process one.
+"""The Communicator: the fixed set of collectives an executor calls, in one process or many.
 
-A communicator works on one value's per-device buffers, listed in the mesh's device order.
-``groups`` lists, for a collective over some mesh axes, the positions that take part
-together. The in-process communicator shares memory: an all-reduce computes each group's
-result once and every member holds the same read-only buffer. An MPI communicator will
-implement the same methods across processes.
+A communicator works on one value's blocks held by this process's devices
+(``{device: buffer}``). Every process computes the same plan from the same layouts, so each
+collective is a fixed, symmetric exchange: blocks that stay inside this process are copied
+(or shared, read-only) in memory, and only pieces another process needs cross a Transport
+(MPI). In one process there is no transport and nothing crosses: the one-process run is the
+one-process case of the same code.
+
+Sums across processes are deterministic: each process first combines its own devices'
+blocks in group order, then every process combines those partial results in process order,
+so all replicas of a result are the same bits.
 """
 
 from __future__ import annotations
 
 import functools
-import itertools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 import numpy as np
 
+from spmd.errors import DistributedError
 from spmd.runtime.pool import parallel_map, worker_count
+from spmd.sharding.device import Device, process_index
 from spmd.sharding.layout import Layout
-from spmd.sharding.mesh import Mesh
 from spmd.sharding.transfer import plan_transfer
 
 COMBINE = {
@@ -30,36 +35,54 @@ COMBINE = {
     "or": np.logical_or,
 }
 
-Buffers = list[np.ndarray]
+Buffers = dict[Device, np.ndarray]
+Groups = Sequence[Sequence[Device]]
 
 
-class Communicator(Protocol):
-    def all_reduce(self, buffers: Buffers, groups: list[list[int]], op: str) -> Buffers: ...
+class Transport(Protocol):
+    """Moves whole contiguous buffers between processes (an MPI communicator does)."""
 
-    def reduce_scatter(
-        self, buffers: Buffers, groups: list[list[int]], op: str, src: Layout, dst: Layout
-    ) -> Buffers: ...
+    index: int
+    count: int
 
-    def all_gather(self, buffers: Buffers, src: Layout, dst: Layout) -> Buffers: ...
+    def exchange(
+        self, sends: list[tuple[int, np.ndarray]], recvs: list[tuple[int, np.ndarray]], what: str
+    ) -> None:
+        """Send each ``(process, buffer)`` of ``sends`` and fill each of ``recvs``; messages
+        between two processes match in the order both list them."""
+        ...
 
-    def all_to_all(self, buffers: Buffers, src: Layout, dst: Layout) -> Buffers: ...
-
-    def permute(self, buffers: Buffers, src: Layout, dst: Layout) -> Buffers: ...
-
-    def broadcast(self, buffers: Buffers, groups: list[list[int]], root: int) -> Buffers: ...
-
-    def barrier(self) -> None: ...
+    def agree(self, text: str, processes: Sequence[int], what: str) -> None:
+        """Raise DistributedError on every one of ``processes`` unless all hold ``text``."""
+        ...
 
 
-@functools.lru_cache(maxsize=1024)
-def groups(mesh: Mesh, axes: tuple[str, ...]) -> list[list[int]]:
-    """Positions (in the mesh's flat device order) that differ only along ``axes``."""
-    shape = mesh.devices.shape
-    keep = [i for i, name in enumerate(mesh.axis_names) if name not in axes]
-    found: dict[tuple, list[int]] = {}
-    for position, coords in enumerate(itertools.product(*map(range, shape))):
-        found.setdefault(tuple(coords[i] for i in keep), []).append(position)
-    return list(found.values())
+_transport: Transport | None = None
+
+
+def set_transport(transport: Transport | None) -> None:
+    """Install the connection to the other processes (``spmd.distributed.initialize``)."""
+    global _transport
+    _transport = transport
+
+
+def communicator_for(devices: Sequence[Device]) -> Communicator:
+    """The communicator for collectives among ``devices``: in memory when they are all this
+    process's, across processes otherwise."""
+    here = process_index()
+    if all(d.process_index == here for d in devices):
+        return _LOCAL
+    if _transport is None:
+        raise DistributedError(
+            "these devices belong to several processes, but spmd.distributed.initialize() "
+            "has not connected them; call it first, under mpiexec."
+        )
+    return _communicator(_transport)
+
+
+@functools.cache
+def _communicator(transport: Transport) -> Communicator:
+    return Communicator(transport)
 
 
 def _chunks(n: int, parts: int) -> list[slice]:
@@ -67,120 +90,270 @@ def _chunks(n: int, parts: int) -> list[slice]:
     return [slice(i, min(i + step, n)) for i in range(0, n, step)] or [slice(0, 0)]
 
 
-class InProcessCommunicator:
-    """Collectives over buffers that live in this process's memory."""
+def _combined(members: Sequence[np.ndarray], combine: Callable) -> np.ndarray:
+    """A new array: ``combine`` over ``members`` in order, split by rows across the pool."""
+    first = np.asarray(members[0])
+    result = np.array(first, copy=True, order="C")  # C order: ``target`` below is a view
+    if len(members) == 1:
+        return result
+    flat = [np.asarray(m).reshape(-1) for m in members]
+    target = result.reshape(-1)
 
-    def all_reduce(self, buffers: Buffers, groups: list[list[int]], op: str) -> Buffers:
-        out: Buffers = list(buffers)
+    def run(rows: slice) -> None:
+        combine(flat[0][rows], flat[1][rows], out=target[rows])
+        for m in flat[2:]:
+            combine(target[rows], m[rows], out=target[rows])
+
+    parallel_map(run, _chunks(target.size, worker_count()), result.nbytes * len(members))
+    return result
+
+
+def _frozen(array: np.ndarray) -> np.ndarray:
+    array.flags.writeable = False
+    return array
+
+
+def _processes(devices: Sequence[Device]) -> list[int]:
+    """The processes holding ``devices``, in the order they first appear."""
+    return list(dict.fromkeys(d.process_index for d in devices))
+
+
+class _Round:
+    """The messages of one collective: posted together, matched in listing order."""
+
+    def __init__(self) -> None:
+        self.sends: list[tuple[int, np.ndarray]] = []
+        self.recvs: list[tuple[int, np.ndarray]] = []
+
+    def expect(self, peer: int, shape, dtype) -> np.ndarray:
+        buffer = np.empty(shape, dtype)
+        self.recvs.append((peer, buffer))
+        return buffer
+
+
+class Communicator:
+    """Collectives over the blocks of the devices of one or several processes."""
+
+    def __init__(self, transport: Transport | None = None) -> None:
+        self.transport = transport
+        self.here = process_index()
+
+    def _send(self, round_: _Round, what: str) -> None:
+        if round_.sends or round_.recvs:
+            self.transport.exchange(round_.sends, round_.recvs, what)
+
+    # --- reductions -----------------------------------------------------------------------
+
+    def all_reduce(self, buffers: Buffers, groups: Groups, op: str) -> Buffers:
+        """Every member of each group gets the ``op`` of the group's blocks."""
         combine = COMBINE[op]
+        out: Buffers = dict(buffers)
+        round_ = _Round()
+        pending = []
         for group in groups:
-            members = [buffers[p] for p in group]
-            total = self._reduce(members, combine)
-            total.flags.writeable = False
-            for p in group:
-                out[p] = total
+            mine = [d for d in group if d in buffers]
+            if not mine:
+                continue
+            processes = _processes(group)
+            if len(processes) == 1:
+                total = _frozen(_combined([buffers[d] for d in mine], combine))
+                out.update(dict.fromkeys(mine, total))
+                continue
+            members = [buffers[d] for d in mine]
+            partial = members[0] if len(members) == 1 else _combined(members, combine)
+            partials = {self.here: partial}
+            for p in processes:
+                if p != self.here:
+                    round_.sends.append((p, partial))
+                    partials[p] = round_.expect(p, partial.shape, partial.dtype)
+            pending.append((mine, processes, partials))
+        self._send(round_, "all-reduce")
+        for mine, processes, partials in pending:
+            total = _frozen(_combined([partials[p] for p in processes], combine))
+            out.update(dict.fromkeys(mine, total))
         return out
 
-    @staticmethod
-    def _reduce(members: Sequence[np.ndarray], combine) -> np.ndarray:
-        """``combine`` over ``members``, split by rows across the pool's threads."""
-        first = np.asarray(members[0])
-        result = np.array(first, copy=True, order="C")  # C order: ``target`` below is a view
-        if len(members) == 1:
-            return result
-        flat = [np.asarray(m).reshape(-1) for m in members]
-        target = result.reshape(-1)
-
-        def run(rows: slice) -> None:
-            combine(flat[0][rows], flat[1][rows], out=target[rows])
-            for m in flat[2:]:
-                combine(target[rows], m[rows], out=target[rows])
-
-        nbytes = result.nbytes * len(members)
-        parallel_map(run, _chunks(target.size, worker_count()), nbytes)
-        return result
-
     def reduce_scatter(
-        self, buffers: Buffers, groups: list[list[int]], op: str, src: Layout, dst: Layout
+        self, buffers: Buffers, groups: Groups, op: str, src: Layout, dst: Layout
     ) -> Buffers:
-        out: Buffers = list(buffers)
+        """Each member of each group gets the ``op`` over the group of the piece of its
+        ``src`` block that its ``dst`` block covers."""
         combine = COMBINE[op]
-        jobs = []
+        out: Buffers = dict(buffers)
+        jobs = []  # (holders here, contributors, the pieces of my devices)
         for group in groups:
-            origin = src.bounds(src.blocks[group[0]])
-            built: dict[tuple, list[int]] = {}
-            for p in group:
-                built.setdefault(dst.blocks[p], []).append(p)
-            for block, positions in built.items():
+            origin = src.bounds(src.blocks[src.position[group[0]]])
+            built: dict[tuple, list[Device]] = {}
+            for d in group:
+                built.setdefault(dst.blocks[dst.position[d]], []).append(d)
+            mine = [d for d in group if d in buffers]
+            contributors = _processes(group)
+            for block, holders in built.items():
+                receivers = _processes(holders)
+                if self.here not in receivers and not mine:
+                    continue
                 bounds = dst.bounds(block)
                 index = tuple(
                     slice(a - o, b - o) for (a, b), (o, _) in zip(bounds, origin, strict=True)
                 )
-                jobs.append((positions, [buffers[p][index] for p in group]))
+                here = [d for d in holders if d.process_index == self.here]
+                jobs.append((here, receivers, contributors, [buffers[d][index] for d in mine]))
 
-        def run(job) -> None:
-            positions, pieces = job
-            total = np.array(pieces[0], copy=True)
-            for piece in pieces[1:]:
-                combine(total, piece, out=total)
-            total.flags.writeable = False
-            for p in positions:
-                out[p] = total
-
-        nbytes = sum(b.nbytes for b in buffers)
-        parallel_map(run, jobs, nbytes)
+        partials = parallel_map(
+            lambda job: _combined(job[3], combine) if job[3] else None,
+            jobs,
+            sum(b.nbytes for b in buffers.values()),
+        )
+        round_ = _Round()
+        totals = []
+        for (here, receivers, contributors, _), partial in zip(jobs, partials, strict=True):
+            if partial is not None:
+                for p in receivers:
+                    if p != self.here:
+                        round_.sends.append((p, partial))
+            if not here:
+                continue
+            shape, dtype = dst.block_shape(dst.blocks[dst.position[here[0]]]), partial.dtype
+            parts = {self.here: partial}
+            for p in contributors:
+                if p != self.here:
+                    parts[p] = round_.expect(p, shape, dtype)
+            totals.append((here, [parts[p] for p in contributors]))
+        self._send(round_, "reduce-scatter")
+        for here, parts in totals:
+            total = parts[0] if len(parts) == 1 else _combined(parts, combine)
+            out.update(dict.fromkeys(here, _frozen(total)))
         return out
 
-    def _exchange(self, buffers: Buffers, src: Layout, dst: Layout) -> Buffers:
-        """Each device assembles its ``dst`` block from the ``src`` blocks (one buffer per
-        distinct block: replicas share it). A block that is one piece of a source buffer is
-        a view of it."""
-        itemsize = buffers[0].dtype.itemsize
-        transfer = plan_transfer(src, dst, itemsize)
-        by_device: dict = {}
-        for copy in transfer.copies:
-            by_device.setdefault(copy.dst, []).append(copy)
-        position = {device: i for i, device in enumerate(dst.devices)}
-        out: Buffers = list(buffers)
-        built: dict[tuple, np.ndarray] = {}
-        jobs = []
+    # --- moving blocks --------------------------------------------------------------------
+
+    def exchange(self, buffers: Buffers, src: Layout, dst: Layout, dtype) -> Buffers:
+        """This process's ``dst`` blocks, assembled from the ``src`` blocks of every process.
+
+        Replicas in one process share one read-only buffer. A block that is one whole piece
+        of a local source buffer is a view of it; pieces for or from another process travel
+        packed, one message per pair of processes.
+        """
+        dtype = np.dtype(dtype)
+        transfer = plan_transfer(src, dst, dtype.itemsize)
+        builder = {}  # (process, block) → the first of its holders there: it builds the block
         for device, block in zip(dst.devices, dst.blocks, strict=True):
-            p = position[device]
-            if block in built:
-                out[p] = built[block]
+            builder.setdefault((device.process_index, block), device)
+        builders = set(builder.values())
+        local: dict[Device, list] = {}
+        outgoing: dict[int, list[np.ndarray]] = {}
+        incoming: dict[int, list] = {}
+        for c in transfer.copies:
+            if c.dst not in builders:
                 continue
-            copies = by_device.get(device, [])
+            to, of = c.dst.process_index, c.src.process_index
+            if to == self.here and of == self.here:
+                local.setdefault(c.dst, []).append(c)
+            elif to == self.here:
+                incoming.setdefault(of, []).append(c)
+            elif of == self.here:
+                outgoing.setdefault(to, []).append(_piece(buffers[c.src], c.src_index))
+        built: dict[Device, np.ndarray] = {}
+        jobs = []
+        for (process, _), device in builder.items():
+            if process != self.here:
+                continue
+            copies = local.get(device, [])
             shape = transfer.dst_shapes[device]
-            whole = len(copies) == 1 and buffers[src.position[copies[0].src]][
-                copies[0].src_index
-            ].shape == tuple(shape)
-            if whole:
-                c = copies[0]
-                built[block] = buffers[src.position[c.src]][c.src_index]
+            whole = _piece(buffers[copies[0].src], copies[0].src_index) if copies else None
+            if len(copies) == 1 and whole.shape == shape:
+                built[device] = whole
             else:
-                built[block] = np.empty(shape, buffers[0].dtype)
-                jobs.append((built[block], copies))
-            out[p] = built[block]
+                built[device] = np.empty(shape, dtype)
+                jobs.append((built[device], copies))
 
         def run(job) -> None:
             target, copies = job
             for c in copies:
-                target[c.dst_index] = buffers[src.position[c.src]][c.src_index]
-            target.flags.writeable = False
+                target[c.dst_index] = buffers[c.src][c.src_index]
 
         parallel_map(run, jobs, sum(b.nbytes for b, _ in jobs))
+        if outgoing or incoming:
+            self._move_pieces(outgoing, incoming, built, transfer, dtype)
+        for target in built.values():
+            if target.flags.writeable:
+                target.flags.writeable = False
+        out: Buffers = dict(buffers)
+        for device, block in zip(dst.devices, dst.blocks, strict=True):
+            if device.process_index == self.here:
+                out[device] = built[builder[(self.here, block)]]
         return out
 
-    all_gather = _exchange
-    all_to_all = _exchange
-    permute = _exchange
+    def _move_pieces(self, outgoing, incoming, built, transfer, dtype) -> None:
+        round_ = _Round()
+        for peer, pieces in outgoing.items():
+            if len(pieces) == 1:
+                round_.sends.append((peer, np.ascontiguousarray(pieces[0])))
+            else:
+                round_.sends.append((peer, np.concatenate([p.reshape(-1) for p in pieces])))
+        unpack = []
+        for peer, copies in incoming.items():
+            sizes = [_size(c.dst_index, transfer.dst_shapes[c.dst]) for c in copies]
+            unpack.append((round_.expect(peer, (sum(sizes),), dtype), copies, sizes))
+        self._send(round_, "block exchange")
+        for flat, copies, sizes in unpack:
+            offset = 0
+            for c, size in zip(copies, sizes, strict=True):
+                target = built[c.dst]
+                piece = target[c.dst_index]
+                target[c.dst_index] = flat[offset : offset + size].reshape(piece.shape)
+                offset += size
 
-    def broadcast(self, buffers: Buffers, groups: list[list[int]], root: int) -> Buffers:
-        out: Buffers = list(buffers)
+    def all_gather(self, buffers: Buffers, src: Layout, dst: Layout, dtype) -> Buffers:
+        return self.exchange(buffers, src, dst, dtype)
+
+    def all_to_all(self, buffers: Buffers, src: Layout, dst: Layout, dtype) -> Buffers:
+        return self.exchange(buffers, src, dst, dtype)
+
+    def permute(self, buffers: Buffers, src: Layout, dst: Layout, dtype) -> Buffers:
+        return self.exchange(buffers, src, dst, dtype)
+
+    def broadcast(self, buffers: Buffers, groups: Groups, root: int) -> Buffers:
+        """Every member of each group gets the block of the group's ``root``-th member."""
+        out: Buffers = dict(buffers)
+        round_ = _Round()
         for group in groups:
-            for p in group:
-                out[p] = buffers[group[root]]
+            source = group[root]
+            mine = [d for d in group if d in buffers]
+            if source in buffers:
+                value = buffers[source]
+                out.update(dict.fromkeys(mine, value))
+                for p in _processes(group):
+                    if p != self.here:
+                        round_.sends.append((p, np.ascontiguousarray(value)))
+            elif mine:
+                like = buffers[mine[0]]
+                value = round_.expect(source.process_index, like.shape, like.dtype)
+                out.update(dict.fromkeys(mine, value))
+        self._send(round_, "broadcast")
         return out
+
+    def agree(self, text: str, devices: Sequence[Device], what: str) -> None:
+        """Raise DistributedError unless every process of ``devices`` holds ``text``."""
+        if self.transport is not None:
+            self.transport.agree(text, sorted(_processes(devices)), what)
 
     def barrier(self) -> None:
-        return None
+        if self.transport is not None:
+            self.transport.agree("barrier", range(self.transport.count), "a barrier")
+
+
+def _piece(buffer: np.ndarray, index: tuple[slice, ...]) -> np.ndarray:
+    """``buffer[index]`` as an array (a 0-d view, not a scalar, for 0-d buffers)."""
+    return buffer[index] if index else buffer[...]
+
+
+def _size(index: tuple[slice, ...], shape) -> int:
+    size = 1
+    for s, n in zip(index, shape, strict=True):
+        start, stop, _ = s.indices(n)
+        size *= max(stop - start, 0)
+    return size
+
+
+_LOCAL = Communicator()

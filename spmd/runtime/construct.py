@@ -7,10 +7,11 @@ from typing import Any
 
 import numpy as np
 
+from spmd.core.aval import host_array
 from spmd.errors import DistributedError, ShapeError, ShardingError, SpmdTypeError
 from spmd.runtime.array import Array
-from spmd.runtime.device import Device, process_count, process_index
-from spmd.runtime.put import as_sharding, frozen, host_array, layout_for, local_holders
+from spmd.runtime.put import as_sharding, frozen, layout_for, local_holders
+from spmd.sharding.device import Device, process_count, process_index
 from spmd.sharding.layout import canonical_shape
 from spmd.sharding.named import Sharding
 

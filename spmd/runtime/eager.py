@@ -11,7 +11,7 @@ import numpy as np
 from spmd.core.primitive import Primitive
 from spmd.core.trace import aval_of
 from spmd.runtime.array import Array
-from spmd.runtime.device import default_device
+from spmd.sharding.device import default_device
 from spmd.sharding.named import NamedSharding, Sharding, SingleDeviceSharding
 from spmd.sharding.spec import PartitionSpec
 
@@ -53,14 +53,15 @@ def _on_a_mesh(x: Any) -> bool:
     return type(x) is Array and isinstance(x.sharding, NamedSharding) and x.sharding.mesh.size > 1
 
 
+compile_function: Any = None  # jit, set by spmd/__init__: runtime never imports transforms
+
+
 @functools.lru_cache(maxsize=4096)
 def _one_equation(primitive: Primitive, params: tuple) -> Any:
     """A jitted function applying ``primitive``: sharded operands run through the partitioner
     and the executor, exactly as inside jit."""
-    from spmd.transforms.jit import jit
-
     keywords = dict(params)
-    return jit(lambda *args: primitive.bind(*args, **keywords))
+    return compile_function(lambda *args: primitive.bind(*args, **keywords))
 
 
 def run_eagerly(primitive: Primitive, args: tuple, params: dict) -> Any:

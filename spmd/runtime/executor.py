@@ -1,10 +1,13 @@
-"""The in-process executor: runs a partitioned program on every device's blocks at once.
+"""The executor: runs a partitioned program on this process's devices' blocks at once.
 
-Host equations run once. Runs of consecutive per-device equations run as one task per
-device on the thread pool (NumPy and BLAS release the GIL), inline when the blocks are
-small; BLAS is held to its share of the cores meanwhile so that devices do not
-oversubscribe them. Collectives go through a Communicator. Values are dropped after their
-last use, so their memory returns while the program runs.
+Every process runs the same program; each holds and computes only the blocks of its own
+mesh positions (``{position: buffer}``), and collectives go through the Communicator of the
+mesh's processes. Host equations run once per process. Runs of consecutive per-device
+equations run as one task per device on the thread pool (NumPy and BLAS release the GIL),
+inline when the blocks are small; BLAS is held to its share of the cores meanwhile so that
+devices do not oversubscribe them. Values are dropped after their last use, so their memory
+returns while the program runs. Before a program first runs across processes, the
+processes check that they all run the same one.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import contextlib
 import functools
 import weakref
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -21,14 +25,11 @@ from threadpoolctl import ThreadpoolController
 from spmd.core.program import Literal, Var
 from spmd.runtime.array import Array
 from spmd.runtime.collectives import run_collective
-from spmd.runtime.communicator import Communicator, InProcessCommunicator, groups
+from spmd.runtime.communicator import Communicator, communicator_for
 from spmd.runtime.counting import record
 from spmd.runtime.pool import INLINE_BYTES, parallel_map, worker_count
-from spmd.sharding.layout import bounds_to_slices
-from spmd.sharding.named import NamedSharding
-from spmd.sharding.reshard import value_layout
-from spmd.sharding.rules import ValueSharding
-from spmd.transforms.partition import (
+from spmd.sharding.device import process_index
+from spmd.sharding.device_program import (
     COLLECTIVE_KINDS,
     Alias,
     Collective,
@@ -38,8 +39,13 @@ from spmd.transforms.partition import (
     PerDevice,
     Reshard,
 )
+from spmd.sharding.device_program_text import as_text
+from spmd.sharding.layout import bounds_to_slices
+from spmd.sharding.mesh import Mesh, groups
+from spmd.sharding.named import NamedSharding
+from spmd.sharding.reshard import value_layout
+from spmd.sharding.rules import ValueSharding
 
-_COMMUNICATOR = InProcessCommunicator()
 _PYTHON_SCALARS = frozenset({bool, int, float, complex})
 
 
@@ -49,8 +55,15 @@ def _blas() -> ThreadpoolController:
     return ThreadpoolController()
 
 
-def device_buffers(x: Array, mesh) -> list[np.ndarray]:
-    return [x._buffers[d] for d in mesh.devices.flat]
+def local_positions(mesh: Mesh) -> tuple[int, ...]:
+    """The mesh positions (flat device order) whose devices belong to this process."""
+    here = process_index()
+    return tuple(p for p, d in enumerate(mesh.devices.flat) if d.process_index == here)
+
+
+def device_buffers(x: Array, mesh: Mesh, positions: Sequence[int]) -> dict[int, np.ndarray]:
+    devices = mesh.devices.flat
+    return {p: x._buffers[devices[p]] for p in positions}
 
 
 def execute(
@@ -58,48 +71,52 @@ def execute(
     args: Sequence[Any],
     consts: Sequence[Any],
     memory_kinds: Sequence[str | None],
-    comm: Communicator = _COMMUNICATOR,
 ) -> list:
     """Run ``part`` on ``args``: results are Arrays on the mesh (or host values for outputs
     that never touched it, as NumPy arrays)."""
     program, mesh = part.program, part.mesh
+    prepared = _prepared(part)
+    positions, comm = prepared.positions, prepared.comm
+    if not prepared.agreed:
+        comm.agree(_fingerprint(part, memory_kinds), mesh.devices.flat, "the program to run")
+        prepared.agreed = True
     host: dict[Var, Any] = dict(zip(program.constvars, consts, strict=True))
-    env: dict[Var, list] = {}
+    env: dict[Var, dict] = {}
     for var, arg, sharding in zip(program.invars, args, part.in_shardings, strict=True):
         if sharding is None:
             host[var] = np.asarray(arg) if isinstance(arg, Array) else arg
         else:
-            env[var] = device_buffers(arg, mesh)
+            env[var] = device_buffers(arg, mesh, positions)
     for eqn in part.host_equations:
         values = [a.value if isinstance(a, Literal) else host[a] for a in eqn.inputs]
         out = eqn.primitive.rules.impl(np, *values, **eqn.params)
         outs = out if eqn.primitive.multiple_results else (out,)
         host.update(zip(eqn.outputs, outs, strict=True))
-    last_use, calls = _prepared(part)
+    last_use, calls = prepared.last_use, prepared.calls
     segment: list[tuple[Compute, Any]] = []
     for index, step in enumerate(part.steps):
         if isinstance(step, Compute):
             segment.append((step, calls[index]))
             continue
-        _run_segment(segment, env, mesh.size)
+        _run_segment(segment, env, positions)
         segment = []
         if isinstance(step, Collective):
-            env[step.output] = _collective(step, env, mesh, comm)
+            env[step.output] = _collective(step, env, mesh, positions, comm)
         elif isinstance(step, PerDevice):
-            env[step.var] = list(step.values)
+            env[step.var] = {p: step.values[p] for p in positions}
         elif isinstance(step, Alias):
             env[step.dst] = env[step.src]
         elif isinstance(step, FromHost):
             value = host[step.host]
             if type(value) in _PYTHON_SCALARS:  # keeps its weak type: 2.5 * f32 stays f32
-                env[step.var] = [value] * mesh.size
+                env[step.var] = dict.fromkeys(positions, value)
             else:
                 value = np.asarray(value)
-                env[step.var] = [value[s] for s in step.slices]
+                env[step.var] = {p: value[step.slices[p]] for p in positions}
         else:
             env[step.dst] = _reshard(step, env[step.src], mesh, comm)
         _drop(env, last_use, index)
-    _run_segment(segment, env, mesh.size)
+    _run_segment(segment, env, positions)
     results = []
     for (atom, sharding), kind in zip(part.outputs, memory_kinds, strict=True):
         if sharding is None:
@@ -109,7 +126,9 @@ def execute(
         if isinstance(atom, Literal):
             value = np.asarray(atom.value, atom.aval.dtype)
             layout = value_layout(mesh, sharding.dims, value.shape)
-            buffers = [value[bounds_to_slices(layout.bounds(b))] for b in layout.blocks]
+            buffers = {
+                p: value[bounds_to_slices(layout.bounds(layout.blocks[p]))] for p in positions
+            }
         else:
             buffers = env[atom]
         target = NamedSharding(mesh, sharding.spec, kind)
@@ -117,9 +136,17 @@ def execute(
     return results
 
 
-def _as_array(sharding: NamedSharding, buffers: list, aval, mesh) -> Array:
+def _fingerprint(part: Partitioned, memory_kinds) -> str:
+    """What every process must agree on: the per-device program with its shapes, dtypes and
+    shardings, and the mesh."""
+    devices = [(d.id, d.process_index) for d in part.mesh.devices.flat]
+    return f"{as_text(part)}\nmemory kinds {list(memory_kinds)}\nmesh devices {devices}"
+
+
+def _as_array(sharding: NamedSharding, buffers: dict, aval, mesh) -> Array:
     owned = {}
-    for device, buffer in zip(mesh.devices.flat, buffers, strict=True):
+    devices = mesh.devices.flat
+    for position, buffer in buffers.items():
         buffer = np.asarray(buffer)
         if buffer.dtype != aval.dtype:
             raise RuntimeError(
@@ -130,7 +157,7 @@ def _as_array(sharding: NamedSharding, buffers: list, aval, mesh) -> Array:
             if not buffer.flags.owndata and buffer.base is not None:
                 buffer = buffer.copy()  # a view of something someone else may write to
             buffer.flags.writeable = False
-        owned[device] = buffer
+        owned[devices[position]] = buffer
     return Array._from_buffers(sharding, owned, aval.shape, aval.dtype)
 
 
@@ -197,12 +224,23 @@ def _drop(env: dict, last_use: dict, index: int) -> None:
         del env[var]
 
 
+@dataclass(eq=False)
+class _Prepared:
+    """What a partitioned program needs to run here, worked out once: this process's mesh
+    positions, the communicator, each value's last use, each Compute step's per-device call
+    (by step index), and whether the processes agreed on the program."""
+
+    positions: tuple[int, ...]
+    comm: Communicator
+    last_use: dict[Var, int]
+    calls: dict[int, Any]
+    agreed: bool = False
+
+
 _PREPARED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def _prepared(part: Partitioned) -> tuple[dict[Var, int], dict[int, Any]]:
-    """Each value's last use, and each Compute step's per-device call (by step index),
-    worked out once per partitioned program."""
+def _prepared(part: Partitioned) -> _Prepared:
     found = _PREPARED.get(part)
     if found is None:
         last_use = _last_uses(part)
@@ -212,7 +250,8 @@ def _prepared(part: Partitioned) -> tuple[dict[Var, int], dict[int, Any]]:
             for index, step in enumerate(part.steps)
             if isinstance(step, Compute)
         }
-        found = _PREPARED[part] = (last_use, calls)
+        comm = communicator_for(tuple(part.mesh.devices.flat))
+        found = _PREPARED[part] = _Prepared(local_positions(part.mesh), comm, last_use, calls)
     return found
 
 
@@ -243,15 +282,17 @@ def _call(step: Compute, reuse: int | None):
     return call
 
 
-def _run_segment(segment: list[tuple[Compute, Any]], env: dict, count: int) -> None:
-    """Run consecutive per-device equations: one task per device."""
-    if not segment:
+def _run_segment(segment: list[tuple[Compute, Any]], env: dict, positions: tuple[int, ...]) -> None:
+    """Run consecutive per-device equations: one task per device of this process."""
+    if not segment or not positions:
         return
+    count = len(positions)
+    first = positions[0]
     first_inputs = [a for s, _ in segment for a in s.inputs if isinstance(a, Var) and a in env]
-    nbytes = sum(np.asarray(env[v][0]).nbytes for v in dict.fromkeys(first_inputs)) * count
+    nbytes = sum(np.asarray(env[v][first]).nbytes for v in dict.fromkeys(first_inputs)) * count
     for step, _ in segment:
         for var in step.outputs:
-            env[var] = [None] * count
+            env[var] = {}
 
     def run(position: int) -> None:
         for _, call in segment:
@@ -262,49 +303,65 @@ def _run_segment(segment: list[tuple[Compute, Any]], env: dict, count: int) -> N
     limit = max(1, worker_count() // count)
     guard = _blas().limit(limits=limit, user_api="blas") if parallel and contracts else None
     with guard if guard is not None else contextlib.nullcontext():
-        parallel_map(run, range(count), nbytes if parallel else 0)
+        parallel_map(run, positions, nbytes if parallel else 0)
 
 
-def _reshard(step: Reshard, buffers: list, mesh, comm: Communicator) -> list:
-    shape = step.src.aval.shape
+def _by_device(buffers: dict, mesh: Mesh) -> dict:
+    devices = mesh.devices.flat
+    return {devices[p]: b for p, b in buffers.items()}
+
+
+def _by_position(buffers: dict, mesh: Mesh, positions: Sequence[int]) -> dict:
+    devices = mesh.devices.flat
+    return {p: buffers[devices[p]] for p in positions}
+
+
+def _device_groups(mesh: Mesh, axes: tuple[str, ...]) -> list[list]:
+    devices = mesh.devices.flat
+    return [[devices[p] for p in group] for group in groups(mesh, axes)]
+
+
+def _reshard(step: Reshard, buffers: dict, mesh: Mesh, comm: Communicator) -> dict:
+    shape, dtype = step.src.aval.shape, step.src.aval.dtype
+    positions = tuple(buffers)
+    held = _by_device(buffers, mesh)
     for s in step.steps:
         src = value_layout(mesh, s.src.dims, shape)
         dst = value_layout(mesh, s.dst.dims, shape)
         if s.kind == "all-reduce":
-            buffers = comm.all_reduce(buffers, groups(mesh, s.axes), s.src.op)
+            held = comm.all_reduce(held, _device_groups(mesh, s.axes), s.src.op)
         elif s.kind == "reduce-scatter":
-            buffers = comm.reduce_scatter(buffers, groups(mesh, s.axes), s.src.op, src, dst)
+            held = comm.reduce_scatter(held, _device_groups(mesh, s.axes), s.src.op, src, dst)
         elif s.kind == "local slice":
-            buffers = _local_slice(buffers, src, dst)
+            held = _local_slice(held, src, dst)
         else:
-            method = {"all-gather": comm.all_gather, "all-to-all": comm.all_to_all}.get(
-                s.kind, comm.permute
-            )
-            buffers = method(buffers, src, dst)
+            held = comm.exchange(held, src, dst, dtype)
         if s.is_collective:
             record(s.kind, s.nbytes)
-    return buffers
+    return _by_position(held, mesh, positions)
 
 
-def _collective(step: Collective, env: dict, mesh, comm: Communicator) -> list:
+def _collective(step: Collective, env: dict, mesh: Mesh, positions, comm: Communicator) -> dict:
     atom = step.input
     if isinstance(atom, Literal):
-        buffers = [np.asarray(atom.value, atom.aval.dtype)] * mesh.size
+        value = np.asarray(atom.value, atom.aval.dtype)
+        buffers = dict.fromkeys(positions, value)
     else:
-        buffers = [np.asarray(b, atom.aval.dtype) for b in env[atom]]
+        buffers = {p: np.asarray(b, atom.aval.dtype) for p, b in env[atom].items()}
+    held = _by_device(buffers, mesh)
     if step.name == "broadcast":
-        out = comm.broadcast(list(buffers), groups(mesh, step.params["axes"]), 0)
+        out = comm.broadcast(held, _device_groups(mesh, step.params["axes"]), 0)
     else:
-        out = run_collective(step.name, step.params, buffers, mesh, comm)
+        out = run_collective(step.name, step.params, held, step.shapes, mesh, comm)
     record(COLLECTIVE_KINDS[step.name], step.nbytes)
-    return out
+    return _by_position(out, mesh, positions)
 
 
-def _local_slice(buffers: list, src, dst) -> list:
-    out = []
-    for position, (sb, db) in enumerate(zip(src.blocks, dst.blocks, strict=True)):
-        origin = src.bounds(sb)
-        bounds = dst.bounds(db)
+def _local_slice(buffers: dict, src, dst) -> dict:
+    out = {}
+    for device, buffer in buffers.items():
+        origin = src.bounds(src.blocks[src.position[device]])
+        bounds = dst.bounds(dst.blocks[dst.position[device]])
         index = tuple(slice(a - o, b - o) for (a, b), (o, _) in zip(bounds, origin, strict=True))
-        out.append(buffers[position][index])
+        out[device] = buffer[index]
     return out

@@ -7,15 +7,16 @@ from typing import Any
 
 import numpy as np
 
+from spmd.core.aval import host_array
 from spmd.errors import ShapeError, ShardingError, SpmdTypeError, aval_str
 from spmd.runtime.array import Array
-from spmd.runtime.device import Device, default_device, process_index
-from spmd.runtime.pool import parallel_map, worker_count
+from spmd.runtime.communicator import communicator_for
+from spmd.runtime.pool import parallel_map
+from spmd.sharding.device import Device, default_device, process_index
 from spmd.sharding.layout import Layout, bounds_to_slices
 from spmd.sharding.mesh import current_mesh
 from spmd.sharding.named import NamedSharding, Sharding, SingleDeviceSharding
 from spmd.sharding.spec import PartitionSpec
-from spmd.sharding.transfer import Copy, plan_transfer
 from spmd.tree_util import (
     keystr,
     tree_broadcast_prefix,
@@ -24,25 +25,7 @@ from spmd.tree_util import (
     tree_structure,
 )
 
-_NUMERIC_KINDS = "biufc"  # bool, signed, unsigned, float, complex
 _SCALARS = (bool, int, float, complex, np.generic)
-
-
-def host_array(x: Any, argument: str) -> np.ndarray:
-    """``x`` as a NumPy array with a numeric dtype, or a clear error naming ``argument``."""
-    try:
-        value = np.asarray(x)
-    except ValueError as error:
-        raise ShapeError(
-            f"{argument} cannot become an array: {error}. Nested lists must be rectangular."
-        ) from None
-    if value.dtype.kind not in _NUMERIC_KINDS:
-        raise SpmdTypeError(
-            f"{argument} has dtype {value.dtype} ({type(x).__name__}); spmd arrays hold bool, "
-            f"integer, float or complex numbers. Convert it first, e.g. np.asarray(x, "
-            f"dtype=np.float32)."
-        )
-    return value
 
 
 def frozen(block: np.ndarray) -> np.ndarray:
@@ -193,7 +176,8 @@ def adopt(value: np.ndarray, sharding: Sharding, where: Placement, foreign: Sequ
 
 
 def reshard(x: Array, sharding: Sharding, argument: str = "x") -> Array:
-    """``x`` laid out by ``sharding``: each device keeps what it has and fetches what it lacks."""
+    """``x`` laid out by ``sharding``: each device keeps what it has and fetches what it lacks
+    (from another process if need be)."""
     if sharding == x.sharding:
         return x
     src = x.sharding.layout(x.shape)
@@ -201,24 +185,8 @@ def reshard(x: Array, sharding: Sharding, argument: str = "x") -> Array:
     dst = layout_for(sharding, x.shape, who)
     if src == dst:
         return Array._from_buffers(sharding, x._buffers, x.shape)  # only the memory kind changed
-    plan = plan_transfer(src, dst, x.dtype.itemsize)
-    holders = local_holders(dst).values()  # replicas here share the buffer their first builds
-    built = {devices[0]: np.empty(plan.dst_shapes[devices[0]], x.dtype) for devices in holders}
-
-    jobs: dict[Device, list[Copy]] = {builder: [] for builder in built}
-    for copy in plan.copies:
-        if copy.dst in jobs:
-            jobs[copy.dst].append(copy)
-    if len(jobs) < worker_count():  # too few buffers to go round: split them into pieces
-        jobs = {i: [copy] for i, copy in enumerate(c for group in jobs.values() for c in group)}
-
-    def run(copies: list[Copy]) -> None:  # the pieces of one buffer are disjoint
-        for copy in copies:
-            built[copy.dst][copy.dst_index] = x._buffers[copy.src][copy.src_index]
-
-    parallel_map(run, jobs.values(), x.nbytes)
-    buffers = {}
-    for devices in holders:
-        built[devices[0]].flags.writeable = False
-        buffers.update(dict.fromkeys(devices, built[devices[0]]))
-    return Array._from_buffers(sharding, buffers, x.shape)
+    devices = tuple(dict.fromkeys((*src.devices, *dst.devices)))
+    moved = communicator_for(devices).exchange(x._buffers, src, dst, x.dtype)
+    here = process_index()
+    buffers = {d: moved[d] for d in dst.devices if d.process_index == here}
+    return Array._from_buffers(sharding, buffers, x.shape, x.dtype)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextvars
+import functools
+import itertools
 import math
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -10,8 +12,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from spmd.errors import ShardingError, SpmdTypeError
-from spmd.runtime.device import Device, check_device, process_index
-from spmd.runtime.device import devices as all_devices
+from spmd.sharding.device import Device, check_device, process_index
+from spmd.sharding.device import devices as all_devices
 
 _mesh_stack: contextvars.ContextVar[tuple[Mesh, ...]] = contextvars.ContextVar(
     "spmd_mesh_stack", default=()
@@ -196,3 +198,14 @@ def make_mesh(
     grid = np.empty(len(devices), dtype=object)
     grid[:] = devices
     return Mesh(grid.reshape(axis_shapes), axis_names)
+
+
+@functools.lru_cache(maxsize=1024)
+def groups(mesh: Mesh, axes: tuple[str, ...]) -> list[list[int]]:
+    """Positions (in the mesh's flat device order) that differ only along ``axes``."""
+    shape = mesh.devices.shape
+    keep = [i for i, name in enumerate(mesh.axis_names) if name not in axes]
+    found: dict[tuple, list[int]] = {}
+    for position, coords in enumerate(itertools.product(*map(range, shape))):
+        found.setdefault(tuple(coords[i] for i in keep), []).append(position)
+    return list(found.values())

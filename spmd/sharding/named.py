@@ -6,7 +6,7 @@ import math
 from collections.abc import Sequence
 
 from spmd.errors import ShardingError, SpmdTypeError, plural, shape_str
-from spmd.runtime.device import Device, check_device, process_index
+from spmd.sharding.device import Device, check_device, process_index
 from spmd.sharding.layout import Layout, canonical_shape, mesh_layout, whole_layout
 from spmd.sharding.mesh import Mesh
 from spmd.sharding.spec import PartitionSpec

@@ -69,7 +69,8 @@ def plan_transfer(src: Layout, dst: Layout, itemsize: int) -> TransferPlan:
     """The copies that rebuild ``dst``'s blocks from ``src``'s blocks of the same array.
 
     A piece the destination device already holds is copied locally; other pieces come from
-    one of their holders, chosen round-robin by destination so that replicas share the load.
+    one of their holders in the destination's process if there is one, chosen round-robin by
+    destination so that replicas share the load.
     """
     if src.shape != dst.shape:
         raise ValueError(f"layouts of different shapes: {src.shape} vs {dst.shape}")
@@ -84,8 +85,13 @@ def plan_transfer(src: Layout, dst: Layout, itemsize: int) -> TransferPlan:
             for n, k, (start, stop) in zip(src.shape, src.parts, target, strict=True)
         ]
         for src_block in itertools.product(*ranges):
-            holders = src.holders[src_block]
-            holder = device if src_block == own else holders[position % len(holders)]
+            if src_block == own:
+                holder = device
+            else:
+                holders = src.holders[src_block]
+                near = [h for h in holders if h.process_index == device.process_index]
+                holders = near or holders
+                holder = holders[position % len(holders)]
             source = src.bounds(src_block)
             piece = tuple(
                 (max(a, c), min(b, d)) for (a, b), (c, d) in zip(target, source, strict=True)

@@ -18,7 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from spmd.errors import aval_str, shape_str
-from spmd.runtime.device import Device
+from spmd.sharding.device import Device
 from spmd.sharding.named import Sharding
 
 if TYPE_CHECKING:

@@ -18,10 +18,12 @@ from spmd.runtime.array import Array
 from spmd.runtime.eager import result_sharding
 from spmd.runtime.executor import execute
 from spmd.runtime.put import _is_target, adopt, as_sharding, device_put, layout_for, placement
+from spmd.sharding.device_program import Partitioned
+from spmd.sharding.device_program_text import as_text, explain
 from spmd.sharding.named import NamedSharding
 from spmd.sharding.rules import ValueSharding
 from spmd.sharding.spec import PartitionSpec
-from spmd.transforms.partition import Partitioned, partition
+from spmd.transforms.partition import partition
 from spmd.tree_util import tree_broadcast_prefix, tree_flatten, tree_leaves, tree_unflatten
 
 
@@ -254,7 +256,7 @@ class Lowered:
         one device)."""
         if self.partitioned is None:
             return str(self.program)
-        return self.partitioned.as_text()
+        return as_text(self.partitioned)
 
     def explain(self) -> str:
         """Each value's sharding and why; each collective with its axes, bytes and reason."""
@@ -263,7 +265,7 @@ class Lowered:
                 "No argument, constraint or out_shardings names a mesh: the program runs "
                 "once, on one device, with no collectives.\n" + str(self.program)
             )
-        return self.partitioned.explain()
+        return explain(self.partitioned)
 
 
 def _same_mesh(sharding, mesh) -> bool:

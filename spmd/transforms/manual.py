@@ -23,6 +23,7 @@ import numpy as np
 from spmd.core.program import Equation, Literal, Program, Var
 from spmd.prims.collective import COLLECTIVES, all_gather_p, axis_index_p, axis_slice_p
 from spmd.prims.shape import reshape_p
+from spmd.sharding.device_program import Collective, Compute, PerDevice
 from spmd.sharding.mesh import Mesh
 from spmd.sharding.rules import ValueSharding
 
@@ -53,13 +54,10 @@ class Lowering:
     """Emits the steps of per-device programs on ``mesh`` into ``steps``."""
 
     def __init__(self, mesh: Mesh, steps: list) -> None:
-        from spmd.transforms import partition  # the step types
-
         self.mesh = mesh
         self.steps = steps
         self.count = mesh.size
         self.coords = list(itertools.product(*map(range, mesh.devices.shape)))
-        self.kinds = partition
         self._whole: dict[Var, Var] = {}
 
     # --- one body (or one per device position) ------------------------------------------
@@ -98,15 +96,16 @@ class Lowering:
                 inputs.append(self.whole_value(env[atom]))
         outputs = [Var(v.aval) for v in eqn.outputs]
         if primitive in COLLECTIVES:  # blocks of one shape per group: shard_map checked that
-            shapes = [per_body[b].inputs[0].aval for b in body_of]
-            nbytes = _bytes(primitive.name, eqn.params, shapes)
+            avals = [per_body[b].inputs[0].aval for b in body_of]
+            nbytes = _bytes(primitive.name, eqn.params, avals)
+            shapes = tuple(a.shape for a in avals)
             self.steps.append(
-                self.kinds.Collective(primitive.name, eqn.params, inputs[0], outputs[0], nbytes)
+                Collective(primitive.name, eqn.params, inputs[0], outputs[0], shapes, nbytes)
             )
         else:
             params = tuple(per_body[b].params for b in body_of)
             self.steps.append(
-                self.kinds.Compute(
+                Compute(
                     eqn,
                     tuple(inputs),
                     tuple(outputs),
@@ -129,7 +128,7 @@ class Lowering:
 
     def per_device(self, aval, values: list) -> Var:
         var = Var(aval)
-        self.steps.append(self.kinds.PerDevice(var, tuple(values)))
+        self.steps.append(PerDevice(var, tuple(values)))
         return var
 
     def index_along(self, axes: tuple[str, ...], position: int) -> int:
@@ -161,14 +160,15 @@ class Lowering:
         params = dict(axes=(axis,), size=size, axis=dim, tiled=True)
         out = Var(all_gather_p.rules.shape(atom.aval, **params))
         nbytes = _bytes("all_gather", params, [atom.aval] * self.count)
-        self.steps.append(self.kinds.Collective("all_gather", params, atom, out, nbytes))
+        shapes = (atom.aval.shape,) * self.count
+        self.steps.append(Collective("all_gather", params, atom, out, shapes, nbytes))
         return out
 
     def reshape(self, atom, shape: tuple[int, ...]) -> Var:
         out = Var(dataclasses.replace(atom.aval, shape=shape))
         eqn = Equation(reshape_p, [atom], [out], {"new_sizes": shape})
         self.steps.append(
-            self.kinds.Compute(eqn, (atom,), (out,), (whole(out.aval),), (eqn.params,) * self.count)
+            Compute(eqn, (atom,), (out,), (whole(out.aval),), (eqn.params,) * self.count)
         )
         return out
 
@@ -180,7 +180,7 @@ class Lowering:
         params = tuple(
             {"axis": dim, "index": self.index_along((axis,), p)} for p in range(self.count)
         )
-        self.steps.append(self.kinds.Compute(eqn, (atom,), (out,), (whole(out.aval),), params))
+        self.steps.append(Compute(eqn, (atom,), (out,), (whole(out.aval),), params))
         return out
 
     def broadcast_from_first(self, atom: Var, axes: tuple[str, ...]) -> Var:
@@ -188,7 +188,8 @@ class Lowering:
         out = Var(atom.aval)
         nbytes = atom.aval.size * atom.aval.dtype.itemsize * self.count
         params = {"axes": axes}
-        self.steps.append(self.kinds.Collective("broadcast", params, atom, out, nbytes))
+        shapes = (atom.aval.shape,) * self.count
+        self.steps.append(Collective("broadcast", params, atom, out, shapes, nbytes))
         return out
 
 

@@ -10,118 +10,22 @@ brought to the output shardings last. ``as_text`` prints the per-device program 
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
 
 import numpy as np
 
 from spmd.core.program import Equation, Literal, Program, Var
+from spmd.sharding.device_program import (
+    Alias,
+    Compute,
+    FromHost,
+    Partitioned,
+    Reshard,
+)
 from spmd.sharding.layout import bounds_to_slices
 from spmd.sharding.mesh import Mesh
-from spmd.sharding.propagate import Propagation, propagate
-from spmd.sharding.reshard import Step, format_bytes, plan, value_layout
+from spmd.sharding.propagate import propagate
+from spmd.sharding.reshard import plan, value_layout
 from spmd.sharding.rules import ValueSharding
-
-
-@dataclass(frozen=True, eq=False)
-class Compute:
-    """Run ``eqn`` on every device's blocks; ``params`` per device position."""
-
-    eqn: Equation
-    inputs: tuple  # Var (a device value) or Literal per operand
-    outputs: tuple[Var, ...]
-    shardings: tuple[ValueSharding, ...]
-    params: tuple[dict, ...]
-    reusable: bool = True  # may write its result into a dying operand's buffer
-
-
-@dataclass(frozen=True, eq=False)
-class Collective:
-    """A collective a per-device program wrote (psum, all_gather, ...), over mesh axes."""
-
-    name: str
-    params: dict
-    input: Var | Literal
-    output: Var
-    nbytes: int  # bytes it moves between devices
-    reason: str = "written in the per-device program"
-
-    @property
-    def kind(self) -> str:
-        return COLLECTIVE_KINDS[self.name]
-
-
-COLLECTIVE_KINDS = {
-    "psum": "all-reduce",
-    "all_gather": "all-gather",
-    "psum_scatter": "reduce-scatter",
-    "all_to_all": "all-to-all",
-    "ppermute": "permute",
-    "broadcast": "broadcast",
-}
-
-
-@dataclass(frozen=True, eq=False)
-class PerDevice:
-    """A value that differs by device and is known when the program is built."""
-
-    var: Var
-    values: tuple  # per device position
-
-
-@dataclass(frozen=True, eq=False)
-class Alias:
-    """``dst`` names the buffers of ``src``."""
-
-    src: Var
-    dst: Var
-
-
-@dataclass(frozen=True, eq=False)
-class FromHost:
-    """Each device takes its block of host value ``host`` (a view: nothing is copied)."""
-
-    host: Var
-    var: Var
-    sharding: ValueSharding
-    slices: tuple[tuple[slice, ...], ...]  # per device position
-
-
-@dataclass(frozen=True, eq=False)
-class Reshard:
-    """Bring ``src`` to ``dst``'s sharding through ``steps``."""
-
-    src: Var
-    dst: Var
-    steps: tuple[Step, ...]
-    reason: str
-
-
-@dataclass(eq=False)
-class Partitioned:
-    program: Program
-    mesh: Mesh
-    propagation: Propagation
-    in_shardings: list[ValueSharding | None]
-    host_equations: list[Equation] = field(default_factory=list)
-    steps: list = field(default_factory=list)
-    outputs: list = field(default_factory=list)  # per output: (atom, ValueSharding or None)
-
-    @property
-    def collectives(self) -> list:
-        """Every collective: resharding Steps and per-device programs' Collectives."""
-        found = []
-        for step in self.steps:
-            if isinstance(step, Reshard):
-                found.extend(s for s in step.steps if s.is_collective)
-            elif isinstance(step, Collective):
-                found.append(step)
-        return found
-
-    def as_text(self) -> str:
-        return _as_text(self)
-
-    def explain(self) -> str:
-        return _explain(self)
 
 
 def partition(
@@ -267,133 +171,3 @@ def _why(who: str, have: ValueSharding, want: ValueSharding) -> str:
         where = f", split as {want.spec_text()}" if any(want.dims) else " on every device"
         return f"{who} needs the full value, not a pending {have.op}{where}"
     return f"{who} reads it as {want.spec_text()}, and it lies as {have.spec_text()}"
-
-
-# --- printing ----------------------------------------------------------------------------------
-
-
-class _Names(dict):
-    def __missing__(self, var) -> str:
-        i = len(self)
-        self[var] = "abcdefghijklmnopqrstuvwxyz"[i % 26] + ("" if i < 26 else str(i // 26))
-        return self[var]
-
-
-def _short_aval(var: Var, shape) -> str:
-    text = str(var.aval)
-    return text[: text.index("[")] + "[" + ",".join(map(str, shape)) + "]"
-
-
-def _as_text(part: Partitioned) -> str:
-    names = _Names()
-    mesh = part.mesh
-
-    def binder(var: Var, sharding: ValueSharding | None) -> str:
-        if sharding is None:
-            return f"{names[var]}:{var.aval}"
-        layout = value_layout(mesh, sharding.dims, var.aval.shape)
-        block = layout.block_shape((0,) * len(layout.parts))
-        note = f"{{{sharding}}}" if any(sharding.dims) or sharding.pending else ""
-        return f"{names[var]}:{_short_aval(var, block)}{note}"
-
-    def atom(a) -> str:
-        if isinstance(a, Literal):
-            return repr(np.asarray(a.value).item())
-        return names[a]
-
-    args = " ".join(
-        binder(v, s) for v, s in zip(part.program.invars, part.in_shardings, strict=True)
-    )
-    lines = [f"{{ per-device program on mesh {dict(mesh.shape)}; {args}. let"]
-    for eqn in part.host_equations:
-        outs = " ".join(binder(v, None) for v in eqn.outputs)
-        ins = " ".join(atom(a) for a in eqn.inputs)
-        lines.append(
-            f"    {outs} = {eqn.primitive.name}{_params(eqn.params)} {ins}   # on the host"
-        )
-    for step in part.steps:
-        if isinstance(step, Compute):
-            outs = " ".join(binder(v, s) for v, s in zip(step.outputs, step.shardings, strict=True))
-            ins = " ".join(atom(a) for a in step.inputs)
-            lines.append(f"    {outs} = {step.eqn.primitive.name}{_params(step.eqn.params)} {ins}")
-        elif isinstance(step, FromHost):
-            lines.append(
-                f"    {binder(step.var, step.sharding)} = slice_from_host {atom(step.host)}"
-            )
-        elif isinstance(step, Collective):
-            out = binder(step.output, None)
-            lines.append(f"    {out} = {step.name}{_params(step.params)} {atom(step.input)}")
-        elif isinstance(step, PerDevice):
-            shown = ", ".join(str(np.asarray(v).item()) if np.ndim(v) == 0 else "…"
-                              for v in step.values)  # fmt: skip
-            lines.append(f"    {binder(step.var, None)} = per_device[{shown}]")
-        elif isinstance(step, Alias):
-            names[step.dst] = names[step.src]
-        else:
-            current = names[step.src]
-            for k, s in enumerate(step.steps):
-                target = step.dst if k == len(step.steps) - 1 else Var(step.dst.aval)
-                axes = ", ".join(map(repr, s.axes))
-                op = f" op={s.src.op}" if s.kind in ("all-reduce", "reduce-scatter") else ""
-                kind = s.kind.replace("-", "_").replace(" ", "_")
-                lines.append(f"    {binder(target, s.dst)} = {kind}[axes=({axes}){op}] {current}")
-                current = names[target]
-    outs = ", ".join(atom(a) for a, _ in part.outputs)
-    lines.append(f"  in ({outs}) }}")
-    return "\n".join(lines)
-
-
-def _params(params: dict) -> str:
-    shown = {k: v for k, v in params.items() if k != "sharding"}
-    if not shown:
-        return ""
-    return "[" + " ".join(f"{k}={v!r}" for k, v in sorted(shown.items())) + "]"
-
-
-def _explain(part: Partitioned) -> str:
-    names = _Names()
-    prop = part.propagation
-    lines = [f"Mesh {dict(part.mesh.shape)}", "Values:"]
-    for var, sharding in zip(part.program.invars, part.in_shardings, strict=True):
-        where = "on the host (sliced for free where needed)" if sharding is None else sharding
-        lines.append(f"  {names[var]}: {var.aval} argument, {where}")
-    for eqn in part.program.equations:
-        for var in eqn.outputs:
-            sharding = prop.shardings.get(var)
-            if sharding is None:
-                lines.append(f"  {names[var]}: {var.aval} = {eqn.primitive.name}, on the host")
-            else:
-                reason = prop.reasons.get(var, "")
-                lines.append(
-                    f"  {names[var]}: {var.aval} = {eqn.primitive.name} -> {sharding} — {reason}"
-                )
-    lines.append("Collectives:")
-    total = 0
-    found = False
-    for step in part.steps:
-        if isinstance(step, Collective):
-            found = True
-            total += step.nbytes
-            axes = ", ".join(map(repr, step.params["axes"]))
-            lines.append(
-                f"  {step.kind} over ({axes}) of {names[step.input]}: {step.name}, "
-                f"{format_bytes(step.nbytes)} moved — {step.reason}"
-            )
-            continue
-        if not isinstance(step, Reshard):
-            continue
-        for s in step.steps:
-            if not s.is_collective:
-                continue
-            found = True
-            total += s.nbytes
-            axes = ", ".join(map(repr, s.axes))
-            lines.append(
-                f"  {s.kind} over ({axes}) of {names[step.src]}: {s.src} -> {s.dst}, "
-                f"{format_bytes(s.nbytes)} moved — {step.reason}"
-            )
-    if not found:
-        lines.append("  none: every operand already lies where its equation runs")
-    else:
-        lines.append(f"  total {format_bytes(total)} moved between devices")
-    return "\n".join(lines)

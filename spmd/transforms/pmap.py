@@ -25,7 +25,7 @@ from spmd.core.program import Literal, Program, Var
 from spmd.core.trace import EVAL_TRACE, ProgramTrace, aval_of, current_trace, tracing
 from spmd.errors import ShapeError, ShardingError, SpmdTypeError
 from spmd.prims.collective import no_impl
-from spmd.runtime.device import devices as all_devices
+from spmd.sharding.device import devices as all_devices
 from spmd.sharding.mesh import Mesh
 from spmd.sharding.rules import Decision, ValueSharding
 from spmd.transforms.manual import Held, Splits, splits_to_dims

@@ -21,8 +21,7 @@ from spmd.core.program import Literal, Program, Var
 from spmd.core.trace import EVAL_TRACE, ProgramTrace, aval_of, current_trace, tracing
 from spmd.errors import ShapeError, ShardingError, SpmdTypeError, aval_str
 from spmd.prims.collective import COLLECTIVES, no_impl
-from spmd.runtime.communicator import groups
-from spmd.sharding.mesh import Mesh, current_mesh
+from spmd.sharding.mesh import Mesh, current_mesh, groups
 from spmd.sharding.reshard import value_layout
 from spmd.sharding.rules import Decision, ValueSharding
 from spmd.sharding.spec import PartitionSpec

@@ -16,8 +16,8 @@ import numpy as np
 
 from spmd.errors import ShapeError, SpmdTypeError
 from spmd.runtime.array import Array
-from spmd.runtime.device import default_device, local_devices
 from spmd.runtime.put import device_put
+from spmd.sharding.device import default_device, local_devices
 from spmd.sharding.mesh import Mesh
 from spmd.sharding.named import NamedSharding, SingleDeviceSharding
 from spmd.sharding.spec import PartitionSpec

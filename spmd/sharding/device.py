@@ -1,4 +1,4 @@
-"""Devices and processes: the virtual CPU devices of this process and the queries over them."""
+"""Devices and processes: every process's virtual CPU devices, and the queries over them."""
 
 from __future__ import annotations
 
@@ -11,11 +11,32 @@ from spmd.errors import ShardingError, SpmdTypeError
 
 @dataclass
 class _ProcessInfo:
+    """Which process this is, and how many devices each process contributes (None: this
+    process alone, with ``num_cpu_devices``)."""
+
     index: int = 0
     count: int = 1
+    device_counts: tuple[int, ...] | None = None
 
 
 _process = _ProcessInfo()
+
+
+def join_processes(index: int, device_counts: tuple[int, ...]) -> None:
+    """Make this process ``index`` of ``len(device_counts)``, each contributing its count of
+    devices (``spmd.distributed.initialize``); only before devices were first listed."""
+    if devices_listed():
+        raise RuntimeError("devices were listed before the processes joined")
+    _process.index, _process.count, _process.device_counts = (
+        index,
+        len(device_counts),
+        device_counts,
+    )
+
+
+def devices_listed() -> bool:
+    """Whether the device list exists already (it never changes after)."""
+    return _cpu_devices.cache_info().currsize > 0
 
 
 class Device:
@@ -59,11 +80,13 @@ class CpuDevice(Device):
 @functools.cache
 def _cpu_devices() -> tuple[CpuDevice, ...]:
     count = config._freeze("num_cpu_devices")
-    return tuple(CpuDevice(i) for i in range(count))
+    counts = _process.device_counts or (count,)
+    owners = [p for p, n in enumerate(counts) for _ in range(n)]
+    return tuple(CpuDevice(i, p) for i, p in enumerate(owners))
 
 
 def devices(platform: str | None = None) -> list[Device]:
-    """All devices of all processes, ordered by id.
+    """All devices of all processes, ordered by id (process by process).
 
     Example: ``spmd.devices()`` → ``[CpuDevice(id=0), …, CpuDevice(id=7)]``.
     """

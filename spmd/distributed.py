@@ -1,0 +1,119 @@
+"""Joining the processes of a job: ``initialize`` connects them through MPI.
+
+Under ``mpiexec -n N`` (or ``srun``) every process calls ``spmd.distributed.initialize()``
+before it uses a device. MPI does the wiring: no coordinator address, no socket of ours.
+Afterwards ``spmd.devices()`` lists every process's devices, numbered process by process,
+and jit, shard_map and pmap span all of them.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+
+import numpy as np
+
+from spmd.config import config
+from spmd.errors import DistributedError
+from spmd.runtime.communicator import set_transport
+from spmd.sharding.device import devices_listed, join_processes
+
+_state = {"initialized": False}
+
+_LAUNCHER_VARIABLES = ("PMI_SIZE", "PMI_RANK", "OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "SLURM_NTASKS")
+
+
+def launched_by_mpi() -> bool:
+    """Whether this process looks started by mpiexec or srun (before MPI is loaded)."""
+    return any(name in os.environ for name in _LAUNCHER_VARIABLES)
+
+
+def is_initialized() -> bool:
+    return _state["initialized"]
+
+
+def initialize(
+    coordinator_address: str | None = None,
+    num_processes: int | None = None,
+    process_id: int | None = None,
+    local_device_ids=None,
+) -> None:
+    """Join the other processes of this job through MPI.
+
+    With no arguments it takes the process count and index from MPI; ``num_processes`` and
+    ``process_id``, if given, must agree with MPI's. ``coordinator_address`` is accepted for
+    JAX compatibility and not needed: MPI connects the processes. Call it once, before the
+    first use of a device. Example: ``mpiexec -n 2 python -c "import spmd;
+    spmd.distributed.initialize(); print(spmd.devices())"``.
+    """
+    if _state["initialized"]:
+        raise DistributedError(
+            "spmd.distributed.initialize() was called twice; call it once, at the start."
+        )
+    if devices_listed():
+        raise DistributedError(
+            "spmd.distributed.initialize() came after devices were used; call it first, "
+            "before spmd.devices(), a mesh or any array."
+        )
+    comm = _mpi_world(num_processes)
+    size, rank = (1, 0) if comm is None else (comm.Get_size(), comm.Get_rank())
+    if num_processes is not None and num_processes != size:
+        raise DistributedError(
+            f"initialize(num_processes={num_processes}) but MPI started {size} processes; "
+            f"launch with mpiexec -n {num_processes}, or leave num_processes out."
+        )
+    if process_id is not None and process_id != rank:
+        raise DistributedError(
+            f"initialize(process_id={process_id}) but MPI numbers this process {rank}; leave "
+            f"process_id out (MPI assigns it)."
+        )
+    counts = (config.num_cpu_devices,)
+    if size > 1:
+        from spmd.runtime.mpi import MpiTransport
+
+        transport = MpiTransport(comm)
+        mine = np.array([config.num_cpu_devices], np.int64)
+        every = np.empty(size, np.int64)
+        comm.Allgather(mine, every)
+        counts = tuple(int(n) for n in every)
+        set_transport(transport)
+        _end_job_on_uncaught_exceptions(comm)
+    join_processes(rank, counts)
+    _state["initialized"] = True
+
+
+def _mpi_world(num_processes: int | None):
+    """MPI's world communicator, or None when running alone without MPI."""
+    try:
+        from mpi4py import MPI
+    except ImportError:
+        if (num_processes or 1) > 1 or launched_by_mpi():
+            raise DistributedError(
+                f"initialize(num_processes={num_processes}) needs MPI, and mpi4py is not "
+                f"installed. Install it with pip install 'spmd[mpi]' and launch with mpiexec "
+                f"-n N."
+            ) from None
+        return None
+    return MPI.COMM_WORLD
+
+
+def _end_job_on_uncaught_exceptions(comm) -> None:
+    """An uncaught exception on one process prints its traceback and ends every process,
+    instead of leaving the others waiting for it."""
+    previous = sys.excepthook
+
+    def hook(kind, value, tb) -> None:
+        previous(kind, value, tb)
+        sys.stderr.write(
+            f"spmd: process {comm.Get_rank()} raised {kind.__name__}; ending all "
+            f"{comm.Get_size()} processes.\n"
+        )
+        sys.stderr.flush()
+        try:
+            comm.Abort(1)
+        except Exception:
+            traceback.print_exc()
+            os._exit(1)
+
+    sys.excepthook = hook

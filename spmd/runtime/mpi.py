@@ -1,0 +1,136 @@
+"""The MPI transport: buffers between processes with mpi4py's non-blocking buffer calls.
+
+Every wait has a deadline (``collective_timeout``): a peer that stalls or died makes this
+process raise DistributedError naming it, never hang. Buffers travel as raw bytes, so any
+dtype crosses and nothing is pickled. Program agreement compares a digest first and, only
+on a mismatch, the texts, so the error can show the first difference.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Sequence
+
+import numpy as np
+
+from spmd.config import config
+from spmd.errors import DistributedError
+
+_DATA, _DIGEST, _LENGTH, _TEXT = 11, 12, 13, 14  # tags: kinds of message never mix
+_BUSY_SECONDS = 0.02  # poll without pause this long (MPI progresses only inside its calls)
+
+
+def _bytes(buffer: np.ndarray):
+    from mpi4py import MPI
+
+    return [buffer.reshape(-1).view(np.uint8), MPI.BYTE]
+
+
+class MpiTransport:
+    """Point-to-point messages among the processes of an MPI communicator."""
+
+    def __init__(self, comm) -> None:
+        self.comm = comm.Dup()  # our messages never match the user's
+        self.index = self.comm.Get_rank()
+        self.count = self.comm.Get_size()
+
+    def exchange(
+        self,
+        sends: list[tuple[int, np.ndarray]],
+        recvs: list[tuple[int, np.ndarray]],
+        what: str,
+        tag: int = _DATA,
+    ) -> None:
+        requests, peers, keep = [], [], []
+        for peer, buffer in recvs:
+            requests.append(self.comm.Irecv(_bytes(buffer), source=peer, tag=tag))
+            peers.append(peer)
+        for peer, buffer in sends:
+            buffer = np.ascontiguousarray(buffer)
+            keep.append(buffer)  # alive until sent
+            requests.append(self.comm.Isend(_bytes(buffer), dest=peer, tag=tag))
+            peers.append(peer)
+        self._wait(requests, peers, what)
+
+    def _wait(self, requests: list, peers: list[int], what: str) -> None:
+        from mpi4py import MPI
+
+        timeout = config.collective_timeout
+        start = time.monotonic()
+        try:
+            while not MPI.Request.Testall(requests):
+                elapsed = time.monotonic() - start
+                if elapsed > timeout:
+                    self._give_up(requests, peers, what, timeout)
+                if elapsed > _BUSY_SECONDS:
+                    time.sleep(5e-5)
+        except MPI.Exception as error:
+            raise DistributedError(
+                f"process {self.index}: MPI failed during {what}: {error.Get_error_string()}. "
+                f"Messages of an unexpected size mean the processes run different programs."
+            ) from None
+
+    def _give_up(self, requests: list, peers: list[int], what: str, timeout: float) -> None:
+        late = sorted({peer for peer, r in zip(peers, requests, strict=True) if not r.Test()})
+        for r in requests:
+            if not r.Test():
+                r.Cancel()
+        names = ", ".join(map(str, late))
+        raise DistributedError(
+            f"process {self.index}: process{'es' if len(late) > 1 else ''} {names} did not take "
+            f"part in {what} within {timeout:g} s: {'they' if len(late) > 1 else 'it'} stalled, "
+            f"died, or run{'' if len(late) > 1 else 's'} a different program. Raise the limit "
+            f"with spmd.config.update('collective_timeout', seconds) or SPMD_COLLECTIVE_TIMEOUT "
+            f"if the work is just slow."
+        )
+
+    def agree(self, text: str, processes: Sequence[int], what: str) -> None:
+        processes = list(processes)
+        peers = [p for p in processes if p != self.index]
+        if not peers:
+            return
+        encoded = text.encode()
+        digest = np.frombuffer(hashlib.sha256(encoded).digest(), np.uint8)
+        theirs = {p: np.empty_like(digest) for p in peers}
+        self.exchange(
+            [(p, digest) for p in peers], list(theirs.items()), f"agreeing on {what}", _DIGEST
+        )
+        if all(np.array_equal(digest, d) for d in theirs.values()):
+            return
+        mine = np.frombuffer(encoded, np.uint8)
+        lengths = {p: np.empty(1, np.int64) for p in peers}
+        length = np.array([mine.size], np.int64)
+        self.exchange([(p, length) for p in peers], list(lengths.items()), what, _LENGTH)
+        texts = {p: np.empty(int(lengths[p][0]), np.uint8) for p in peers}
+        self.exchange([(p, mine) for p in peers], list(texts.items()), what, _TEXT)
+        every = {p: texts[p].tobytes().decode() for p in peers}
+        every[self.index] = text
+        raise DistributedError(_disagreement(every, processes, what))
+
+
+def _disagreement(texts: dict[int, str], processes: list[int], what: str) -> str:
+    """The message every process raises: which processes hold which text, and the first line
+    where the first two versions differ."""
+    versions: dict[str, list[int]] = {}
+    for p in processes:
+        versions.setdefault(texts[p], []).append(p)
+    (a, first), (b, second) = list(versions.items())[:2]
+    lines_a, lines_b = a.splitlines(), b.splitlines()
+    line = next(
+        (i for i, (x, y) in enumerate(zip(lines_a, lines_b, strict=False)) if x != y),
+        min(len(lines_a), len(lines_b)),
+    )
+    shown_a = lines_a[line] if line < len(lines_a) else "(end)"
+    shown_b = lines_b[line] if line < len(lines_b) else "(end)"
+    groups = "; ".join(
+        f"process{'es' if len(ps) > 1 else ''} {', '.join(map(str, ps))}"
+        for ps in versions.values()
+    )
+    return (
+        f"the processes disagree on {what} ({groups}). First difference, line {line + 1}:\n"
+        f"  process {first[0]}: {shown_a.strip()}\n"
+        f"  process {second[0]}: {shown_b.strip()}\n"
+        f"Every process must call the same functions with arguments of the same shapes, "
+        f"dtypes and shardings, in the same order."
+    )

@@ -1,0 +1,146 @@
+"""Printing per-device programs: ``as_text`` (the steps, collectives included) and ``explain``
+(every value's sharding and why; every collective's kind, axes, bytes and reason)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from spmd.core.program import Literal, Var
+from spmd.sharding.device_program import (
+    Alias,
+    Collective,
+    Compute,
+    FromHost,
+    Partitioned,
+    PerDevice,
+    Reshard,
+)
+from spmd.sharding.reshard import format_bytes, value_layout
+from spmd.sharding.rules import ValueSharding
+
+
+class _Names(dict):
+    def __missing__(self, var) -> str:
+        i = len(self)
+        self[var] = "abcdefghijklmnopqrstuvwxyz"[i % 26] + ("" if i < 26 else str(i // 26))
+        return self[var]
+
+
+def _short_aval(var: Var, shape) -> str:
+    text = str(var.aval)
+    return text[: text.index("[")] + "[" + ",".join(map(str, shape)) + "]"
+
+
+def as_text(part: Partitioned) -> str:
+    names = _Names()
+    mesh = part.mesh
+
+    def binder(var: Var, sharding: ValueSharding | None) -> str:
+        if sharding is None:
+            return f"{names[var]}:{var.aval}"
+        layout = value_layout(mesh, sharding.dims, var.aval.shape)
+        block = layout.block_shape((0,) * len(layout.parts))
+        note = f"{{{sharding}}}" if any(sharding.dims) or sharding.pending else ""
+        return f"{names[var]}:{_short_aval(var, block)}{note}"
+
+    def atom(a) -> str:
+        if isinstance(a, Literal):
+            return repr(np.asarray(a.value).item())
+        return names[a]
+
+    args = " ".join(
+        binder(v, s) for v, s in zip(part.program.invars, part.in_shardings, strict=True)
+    )
+    lines = [f"{{ per-device program on mesh {dict(mesh.shape)}; {args}. let"]
+    for eqn in part.host_equations:
+        outs = " ".join(binder(v, None) for v in eqn.outputs)
+        ins = " ".join(atom(a) for a in eqn.inputs)
+        lines.append(
+            f"    {outs} = {eqn.primitive.name}{_params(eqn.params)} {ins}   # on the host"
+        )
+    for step in part.steps:
+        if isinstance(step, Compute):
+            outs = " ".join(binder(v, s) for v, s in zip(step.outputs, step.shardings, strict=True))
+            ins = " ".join(atom(a) for a in step.inputs)
+            lines.append(f"    {outs} = {step.eqn.primitive.name}{_params(step.eqn.params)} {ins}")
+        elif isinstance(step, FromHost):
+            lines.append(
+                f"    {binder(step.var, step.sharding)} = slice_from_host {atom(step.host)}"
+            )
+        elif isinstance(step, Collective):
+            out = binder(step.output, None)
+            lines.append(f"    {out} = {step.name}{_params(step.params)} {atom(step.input)}")
+        elif isinstance(step, PerDevice):
+            shown = ", ".join(str(np.asarray(v).item()) if np.ndim(v) == 0 else "…"
+                              for v in step.values)  # fmt: skip
+            lines.append(f"    {binder(step.var, None)} = per_device[{shown}]")
+        elif isinstance(step, Alias):
+            names[step.dst] = names[step.src]
+        else:
+            current = names[step.src]
+            for k, s in enumerate(step.steps):
+                target = step.dst if k == len(step.steps) - 1 else Var(step.dst.aval)
+                axes = ", ".join(map(repr, s.axes))
+                op = f" op={s.src.op}" if s.kind in ("all-reduce", "reduce-scatter") else ""
+                kind = s.kind.replace("-", "_").replace(" ", "_")
+                lines.append(f"    {binder(target, s.dst)} = {kind}[axes=({axes}){op}] {current}")
+                current = names[target]
+    outs = ", ".join(atom(a) for a, _ in part.outputs)
+    lines.append(f"  in ({outs}) }}")
+    return "\n".join(lines)
+
+
+def _params(params: dict) -> str:
+    shown = {k: v for k, v in params.items() if k != "sharding"}
+    if not shown:
+        return ""
+    return "[" + " ".join(f"{k}={v!r}" for k, v in sorted(shown.items())) + "]"
+
+
+def explain(part: Partitioned) -> str:
+    names = _Names()
+    prop = part.propagation
+    lines = [f"Mesh {dict(part.mesh.shape)}", "Values:"]
+    for var, sharding in zip(part.program.invars, part.in_shardings, strict=True):
+        where = "on the host (sliced for free where needed)" if sharding is None else sharding
+        lines.append(f"  {names[var]}: {var.aval} argument, {where}")
+    for eqn in part.program.equations:
+        for var in eqn.outputs:
+            sharding = prop.shardings.get(var)
+            if sharding is None:
+                lines.append(f"  {names[var]}: {var.aval} = {eqn.primitive.name}, on the host")
+            else:
+                reason = prop.reasons.get(var, "")
+                lines.append(
+                    f"  {names[var]}: {var.aval} = {eqn.primitive.name} -> {sharding} — {reason}"
+                )
+    lines.append("Collectives:")
+    total = 0
+    found = False
+    for step in part.steps:
+        if isinstance(step, Collective):
+            found = True
+            total += step.nbytes
+            axes = ", ".join(map(repr, step.params["axes"]))
+            lines.append(
+                f"  {step.kind} over ({axes}) of {names[step.input]}: {step.name}, "
+                f"{format_bytes(step.nbytes)} moved — {step.reason}"
+            )
+            continue
+        if not isinstance(step, Reshard):
+            continue
+        for s in step.steps:
+            if not s.is_collective:
+                continue
+            found = True
+            total += s.nbytes
+            axes = ", ".join(map(repr, s.axes))
+            lines.append(
+                f"  {s.kind} over ({axes}) of {names[step.src]}: {s.src} -> {s.dst}, "
+                f"{format_bytes(s.nbytes)} moved — {step.reason}"
+            )
+    if not found:
+        lines.append("  none: every operand already lies where its equation runs")
+    else:
+        lines.append(f"  total {format_bytes(total)} moved between devices")
+    return "\n".join(lines)
