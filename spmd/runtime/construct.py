@@ -136,13 +136,19 @@ def make_array_from_process_local_data(
     sharding = as_sharding(sharding, who)
     layout = layout_for(sharding, global_shape, who)
     holders = local_holders(layout)
+    if not holders:
+        raise ShardingError(
+            f"{who}: the sharding's devices {sorted(d.id for d in layout.devices)} include none "
+            f"of process {process_index()}'s; call it on the processes whose devices take part."
+        )
     boxes = [layout.bounds(block) for block in holders]
     origin = tuple(min(b[i][0] for b in boxes) for i in range(len(global_shape)))
     extent = tuple(max(b[i][1] for b in boxes) - origin[i] for i in range(len(global_shape)))
     if value.shape != extent:
         raise ShapeError(
-            f"make_array_from_process_local_data: local_data has shape {value.shape}, but this "
-            f"process's shards of global shape {global_shape} span {extent}."
+            f"make_array_from_process_local_data: local_data of process {process_index()} has "
+            f"shape {value.shape}, but its shards of global shape {global_shape} span {extent}: "
+            f"pass exactly the rows and columns of this process's devices."
         )
     buffers = {}
     for block, devices in holders.items():

@@ -26,9 +26,11 @@ from spmd.core.trace import EVAL_TRACE, ProgramTrace, aval_of, current_trace, tr
 from spmd.errors import ShapeError, ShardingError, SpmdTypeError
 from spmd.prims.collective import no_impl
 from spmd.sharding.device import devices as all_devices
+from spmd.sharding.device import process_count
 from spmd.sharding.mesh import Mesh
 from spmd.sharding.rules import Decision, ValueSharding
 from spmd.transforms.manual import Held, Splits, splits_to_dims
+from spmd.transforms.pmap_multihost import call_across_processes
 from spmd.transforms.replication import varying_axes
 from spmd.tree_util import tree_broadcast_prefix, tree_flatten, tree_unflatten
 
@@ -181,15 +183,36 @@ class Pmapped:
         self.devices = None if devices is None else list(devices)
         functools.update_wrapper(self, fun, updated=())
         self._jitted = None
+        self._across: dict = {}  # multihost: local rows and shapes → (global mesh, pinned pmap)
 
     def __call__(self, *args):
-        if current_trace() is EVAL_TRACE:
-            if self._jitted is None:
-                from spmd.transforms.jit import jit
+        if current_trace() is not EVAL_TRACE:
+            return self._bind(args)
+        if process_count() > 1:
+            return call_across_processes(self, args)
+        return self._run_global(args)
 
-                self._jitted = jit(lambda *a: self._bind(a), static_argnums=self.static_argnums)
-            return self._jitted(*args)
-        return self._bind(args)
+    def _compiled(self):
+        if self._jitted is None:
+            from spmd.transforms.jit import jit
+
+            self._jitted = jit(lambda *a: self._bind(a), static_argnums=self.static_argnums)
+        return self._jitted
+
+    def _run_global(self, args: tuple) -> Any:
+        """Run on global arguments, compiled once per signature."""
+        return self._compiled()(*args)
+
+    def _grid(self, args: tuple) -> tuple[tuple[str, ...], tuple[int, ...]]:
+        """The axis names and sizes of the device grid a call on ``args`` maps over."""
+        program = self._compiled().trace(*args)[0].program
+        mesh = next(e.params["mesh"] for e in program.equations if e.primitive is pmap_p)
+        return mesh.axis_names, mesh.devices.shape
+
+    def _pinned(self, devices: list) -> Pmapped:
+        """This pmap on exactly ``devices`` (in order)."""
+        options = (self.axis_name, self.in_axes, self.out_axes, self.static_argnums, devices)
+        return Pmapped(self.fun, *options)
 
     def _where(self) -> str:
         return f"pmap({self.name})"
