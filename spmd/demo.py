@@ -17,6 +17,10 @@ def step(title: str, code: str) -> None:
 
 
 def run() -> None:
+    if spmd.distributed.launched_by_mpi():
+        from spmd.demo_multiprocess import run as run_across_processes
+
+        return run_across_processes()
     console.print("[bold]spmd[/]: write array code for one device, run it over many.")
 
     step("Devices", "spmd.devices()")
