@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import re
 from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING
+from typing import Any
 
 import numpy as np
 from rich import box
@@ -20,9 +20,6 @@ from rich.text import Text
 from spmd.errors import aval_str, shape_str
 from spmd.sharding.device import Device
 from spmd.sharding.named import Sharding
-
-if TYPE_CHECKING:
-    from spmd.runtime.array import Array
 
 Color = tuple[float, ...] | str  # RGB(A) floats in [0, 1], or a rich color ('#5254a3', 'red')
 ColorMap = Callable[[float], Color]
@@ -213,7 +210,7 @@ def visualize_sharding(
     )
 
 
-def visualize_array_sharding(arr: Array, **kwargs) -> None:
+def visualize_array_sharding(arr: Any, **kwargs) -> None:
     """Print the sharding of the array ``arr``; options as for ``visualize_sharding``.
 
     Example: ``visualize_array_sharding(spmd.device_put(x, NamedSharding(mesh, P('x'))))``.
