@@ -49,21 +49,12 @@ def process_allgather(in_tree: Any, tiled: bool = False) -> Any:
 
 
 def _whole(x: Array) -> np.ndarray:
-    if x.is_fully_addressable or x.is_fully_replicated:
+    if x.is_fully_addressable or (x.is_fully_replicated and x.addressable_shards):
         return np.asarray(x)
-    sharding = x.sharding
-    if isinstance(sharding, NamedSharding):
-        everywhere = NamedSharding(sharding.mesh, PartitionSpec(), sharding.memory_kind)
-    else:  # one device: it goes to every process's first device
-        everywhere = NamedSharding(_all_first_devices(), PartitionSpec())
+    grid = np.empty(len(devices()), dtype=object)
+    grid[:] = devices()
+    everywhere = NamedSharding(Mesh(grid, ("all",)), PartitionSpec())  # one copy per process
     return np.asarray(device_put(x, everywhere))
-
-
-def _all_first_devices() -> Mesh:
-    firsts = {}
-    for d in devices():
-        firsts.setdefault(d.process_index, d)
-    return Mesh(np.array(list(firsts.values()), dtype=object), ("processes",))
 
 
 def _gather_host(values: list[np.ndarray], tiled: bool) -> list[np.ndarray]:

@@ -1,5 +1,8 @@
 """jit over meshes: in/out shardings, memory kinds, inspection, eager sharded ops, errors."""
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -102,3 +105,25 @@ def test_explain_and_as_text_name_every_collective(grid):
     assert ("reduce-scatter" in why or "all-reduce" in why) and "moved" in why
     plain = spmd.jit(lambda a: a + 1).lower(np.ones(3))
     assert "one device" in plain.explain()
+
+
+def test_reduce_scatter_of_large_blocks_never_waits_on_its_own_pool():
+    """Each device's 1 MiB partial product is reduce-scattered by the thread pool; its jobs
+    must not wait on the same pool (which deadlocked). Run apart, with a time limit."""
+    code = """if True:
+        import numpy as np, spmd
+        from spmd import NamedSharding, P
+        line = spmd.make_mesh((8,), ("x",))
+        def put(shape, spec):
+            return spmd.device_put(np.ones(shape, np.float32), NamedSharding(line, spec))
+        x, w = put((256, 2048), P(None, "x")), put((2048, 1024), P("x", None))
+        layer = spmd.jit(lambda x, w: spmd.nn.sigmoid(x @ w - 2047))
+        with spmd.debug.count_collectives() as counts:
+            y = np.asarray(layer(x, w))
+        print(dict(counts), y.shape, float(y.min()), float(y.max()))
+    """
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    value = 1 / (1 + np.exp(np.float32(-1)))
+    assert f"(256, 1024) {float(value)} {float(value)}" in done.stdout, done.stdout
+    assert "reduce-scatter" in done.stdout, done.stdout

@@ -90,12 +90,13 @@ def _chunks(n: int, parts: int) -> list[slice]:
     return [slice(i, min(i + step, n)) for i in range(0, n, step)] or [slice(0, 0)]
 
 
-def _combined(members: Sequence[np.ndarray], combine: Callable) -> np.ndarray:
-    """A new array: ``combine`` over ``members`` in order, split by rows across the pool."""
+def _combined(members: Sequence[np.ndarray], combine: Callable, split: bool = True) -> np.ndarray:
+    """A new array: ``combine`` over ``members`` in order, split by rows across the pool
+    unless ``split`` is False (inside a pool task: a task never waits on the pool)."""
     first = np.asarray(members[0])
-    result = np.array(first, copy=True, order="C")  # C order: ``target`` below is a view
     if len(members) == 1:
-        return result
+        return np.array(first, copy=True, order="C")
+    result = np.empty(first.shape, first.dtype)  # C order: ``target`` below is a view
     flat = [np.asarray(m).reshape(-1) for m in members]
     target = result.reshape(-1)
 
@@ -104,6 +105,9 @@ def _combined(members: Sequence[np.ndarray], combine: Callable) -> np.ndarray:
         for m in flat[2:]:
             combine(target[rows], m[rows], out=target[rows])
 
+    if not split:
+        run(slice(None))
+        return result
     parallel_map(run, _chunks(target.size, worker_count()), result.nbytes * len(members))
     return result
 
@@ -200,7 +204,7 @@ class Communicator:
                 jobs.append((here, receivers, contributors, [buffers[d][index] for d in mine]))
 
         partials = parallel_map(
-            lambda job: _combined(job[3], combine) if job[3] else None,
+            lambda job: _combined(job[3], combine, split=False) if job[3] else None,
             jobs,
             sum(b.nbytes for b in buffers.values()),
         )

@@ -94,7 +94,7 @@ def execute(
         host.update(zip(eqn.outputs, outs, strict=True))
     last_use, calls = prepared.last_use, prepared.calls
     segment: list[tuple[Compute, Any]] = []
-    for index, step in enumerate(part.steps):
+    for index, step in enumerate(part.steps if positions else ()):  # none: no device here
         if isinstance(step, Compute):
             segment.append((step, calls[index]))
             continue
@@ -130,7 +130,7 @@ def execute(
                 p: value[bounds_to_slices(layout.bounds(layout.blocks[p]))] for p in positions
             }
         else:
-            buffers = env[atom]
+            buffers = env.get(atom, {})
         target = NamedSharding(mesh, sharding.spec, kind)
         results.append(_as_array(target, buffers, atom.aval, mesh))
     return results

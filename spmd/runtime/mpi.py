@@ -88,7 +88,7 @@ class MpiTransport:
     def agree(self, text: str, processes: Sequence[int], what: str) -> None:
         processes = list(processes)
         peers = [p for p in processes if p != self.index]
-        if not peers:
+        if not peers or self.index not in processes:
             return
         encoded = text.encode()
         digest = np.frombuffer(hashlib.sha256(encoded).digest(), np.uint8)

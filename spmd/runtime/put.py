@@ -121,7 +121,12 @@ def device_put(x: Any, device_or_sharding: Any = None) -> Any:
 
 def _put_one(x: Any, sharding: Sharding | None, argument: str) -> Array:
     if isinstance(x, Array):
-        return x if sharding is None else reshard(x, sharding, argument)
+        if sharding is None:
+            return x
+        if x.is_fully_addressable and not sharding.is_fully_addressable:
+            x = np.asarray(x)  # this process's own data, which every process holds alike
+        else:
+            return reshard(x, sharding, argument)
     value = host_array(x, argument)
     if sharding is None:
         sharding = SingleDeviceSharding(default_device())
@@ -137,7 +142,7 @@ def _put_one(x: Any, sharding: Sharding | None, argument: str) -> Array:
     buffers = {}
     for devices, buffer in zip(holders.values(), blocks, strict=True):
         buffers.update(dict.fromkeys(devices, buffer))
-    return Array._from_buffers(sharding, buffers, value.shape)
+    return Array._from_buffers(sharding, buffers, value.shape, value.dtype)
 
 
 Placement = list[tuple[tuple[slice, ...] | None, list[Device]]]

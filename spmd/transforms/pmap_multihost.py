@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from spmd.core.trace import aval_of
-from spmd.errors import ShapeError
+from spmd.errors import ShapeError, ShardingError
 from spmd.runtime.array import Array
 from spmd.runtime.communicator import communicator_for
 from spmd.runtime.construct import make_array_from_process_local_data
@@ -36,6 +36,11 @@ def call_across_processes(pmapped, args: tuple) -> Any:
     rows = pmapped._size([aval_of(leaf) for leaf in leaves], in_axes)
     candidates = pmapped.devices if pmapped.devices is not None else all_devices()
     processes = sorted({d.process_index for d in candidates})
+    if process_index() not in processes:
+        raise ShardingError(
+            f"{pmapped._where()}: process {process_index()} owns none of the pmap's devices "
+            f"(processes {processes} do); only the processes that own devices= call it."
+        )
     communicator_for(candidates).agree(
         f"{pmapped._where()} with {rows} rows per process", candidates, "a pmap call"
     )
