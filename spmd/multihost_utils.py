@@ -12,8 +12,8 @@ from spmd.core.aval import host_array
 from spmd.errors import aval_str
 from spmd.runtime.array import Array
 from spmd.runtime.communicator import communicator_for
-from spmd.runtime.put import device_put
-from spmd.sharding.device import devices, process_index
+from spmd.runtime.put import reshard
+from spmd.sharding.device import devices, process_count, process_index
 from spmd.sharding.mesh import Mesh
 from spmd.sharding.named import NamedSharding
 from spmd.sharding.spec import PartitionSpec
@@ -34,9 +34,10 @@ def _agree(leaves: list[np.ndarray], tree, what: str) -> None:
 def process_allgather(in_tree: Any, tiled: bool = False) -> Any:
     """Every process gets the whole value of each leaf, as NumPy arrays.
 
-    A global Array becomes its full value. Host data (each process its own value, of one
-    shape on all) is stacked along a new leading axis in process order, or concatenated along
-    axis 0 with ``tiled=True``. Example: ``process_allgather(np.array([process_index()]))``
+    An Array is taken as one global Array that every process passes alike, and becomes its
+    full value. Host data (each process its own value, of one shape on all) is stacked along
+    a new leading axis in process order, or concatenated along axis 0 with ``tiled=True``.
+    Example: ``process_allgather(np.array([process_index()]))``
     gives ``[[0], [1]]`` on two processes.
     """
     leaves, tree = tree_flatten(in_tree)
@@ -49,12 +50,15 @@ def process_allgather(in_tree: Any, tiled: bool = False) -> Any:
 
 
 def _whole(x: Array) -> np.ndarray:
-    if x.is_fully_addressable or (x.is_fully_replicated and x.addressable_shards):
-        return np.asarray(x)
+    """``x``'s whole value; every process decides alike whether blocks must move."""
+    layout = x.sharding.layout(x.shape)
+    count = process_count()
+    if all(len({d.process_index for d in h}) == count for h in layout.holders.values()):
+        return np.asarray(x)  # every process holds every block already
     grid = np.empty(len(devices()), dtype=object)
     grid[:] = devices()
     everywhere = NamedSharding(Mesh(grid, ("all",)), PartitionSpec())  # one copy per process
-    return np.asarray(device_put(x, everywhere))
+    return np.asarray(reshard(x, everywhere))
 
 
 def _gather_host(values: list[np.ndarray], tiled: bool) -> list[np.ndarray]:

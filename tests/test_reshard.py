@@ -11,9 +11,9 @@ import pytest
 import spmd
 from spmd import NamedSharding, P
 from spmd.debug import count_collectives
+from spmd.sharding.device_program import Reshard
 from spmd.sharding.reshard import COLLECTIVES, plan
 from spmd.sharding.rules import ValueSharding
-from spmd.sharding.device_program import Reshard
 from tests.test_partition import (
     SHARDED,
     assert_valid_array,

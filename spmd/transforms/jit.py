@@ -191,9 +191,7 @@ class Jitted:
             value if target is None else device_put(value, target)
             for value, (_, target, _) in zip(values, traced.outputs, strict=True)
         ]
-        if traced.single_output:
-            return outs[0]
-        return tree_unflatten(traced.out_tree, outs)
+        return self._finish(traced, outs)
 
     def __call__(self, *args, **kwargs):
         if current_trace() is not EVAL_TRACE:  # inside another trace: inline the function
@@ -203,6 +201,10 @@ class Jitted:
         traced, leaves = self.trace(*args, **kwargs)
         if traced.partitioned is not None:
             return self._call_partitioned(traced, leaves)
+        if traced.outputs and not any(where for _, _, where in traced.outputs):
+            # every result lives on other processes' devices: nothing to compute here
+            return self._finish(traced, [Array._from_buffers(s, {}, a.shape, a.dtype)
+                                         for a, s, _ in traced.outputs])  # fmt: skip
         consts = traced.program.consts
         inputs = [np.asarray(x) if type(x) is Array else x for x in leaves]
         values = traced.run(*consts, *inputs)
@@ -213,6 +215,9 @@ class Jitted:
             if value.dtype != aval.dtype or value.shape != aval.shape:
                 raise RuntimeError(f"internal error: jit computed {value.dtype} for {aval}")
             outs.append(adopt(value, sharding, where, foreign))
+        return self._finish(traced, outs)
+
+    def _finish(self, traced: _Traced, outs: list) -> Any:
         if traced.single_output:
             return outs[0]
         return tree_unflatten(traced.out_tree, outs)

@@ -1,0 +1,159 @@
+"""spmd across processes over MPI: a psum beside raw mpi4py, and a layer under jit.
+
+Run, from the repository root (each command is one measurement; the device count is fixed at
+first use, so the part to run is a required argument; ``psum`` sets 1 device per process,
+``layer`` defaults to 4 per process under mpiexec and 8 alone):
+
+    .venv/bin/mpiexec -n 2 .venv/bin/python benchmarks/multiprocess.py psum
+    SPMD_NUM_CPU_DEVICES=4 .venv/bin/mpiexec -n 2 .venv/bin/python benchmarks/multiprocess.py layer
+    .venv/bin/python benchmarks/multiprocess.py layer      (1 process × 8 devices)
+
+``psum``: 2 processes, 1 device each. Each process holds 100 MB of float32 (25M elements),
+and ``shard_map(psum)`` gives both the sum; raw ``comm.Allreduce`` of the same buffers is
+timed in turns with it in the same run. GB/s is the bytes of one process's buffer over the
+time; ``ratio`` is spmd's speed over raw MPI's, from the medians (1: no overhead).
+
+``layer``: ``sigmoid(x @ w + b)`` (x 2048×4096, w 4096×1024, b 1024, float32) under jit on a
+1-D mesh of every device, batch sharded (x split by rows) and contracting sharded (x split by
+columns, w by rows). Compare the 2 × 4 devices run with the 1 × 8 devices run: the same
+8 devices, the second in one process with no MPI. The single-process run also times NumPy.
+
+Process 0 prints. Each time is the median (and best) of several calls after a warm-up, the
+cases taking turns; every process makes the same calls in the same order, with a barrier
+before each turn so that all start it together.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+N = 25_000_000  # float32 elements per process in the psum: 100 MB
+ROUNDS, TURN = 8, 4  # each turn: TURN calls, the first not counted
+
+
+def _mode() -> str:
+    if len(sys.argv) != 2 or sys.argv[1] not in ("psum", "layer"):
+        sys.exit(f"usage: {sys.argv[0]} psum|layer (see the module docstring for the commands)")
+    return sys.argv[1]
+
+
+def interleaved(calls: dict[str, Callable[[], object]], barrier: Callable[[], object]) -> dict:
+    """Each call's ``(median, best)`` in ms, the calls taking turns for ``ROUNDS`` rounds."""
+    for call in calls.values():  # warm-up: compiles, and touches every buffer once
+        barrier()
+        call()
+    times: dict[str, list[float]] = {name: [] for name in calls}
+    for _ in range(ROUNDS):
+        for name, call in calls.items():
+            barrier()
+            call()
+            for _ in range(TURN - 1):
+                start = time.perf_counter()
+                call()
+                times[name].append(time.perf_counter() - start)
+    return {name: (statistics.median(t) * 1e3, min(t) * 1e3) for name, t in times.items()}
+
+
+def psum_part(spmd, comm) -> None:
+    from mpi4py import MPI
+
+    from spmd import NamedSharding, P
+
+    if comm.Get_size() != 2 or len(spmd.devices()) != 2:
+        sys.exit("psum needs 2 processes of 1 device: mpiexec -n 2 ... multiprocess.py psum")
+    mesh = spmd.make_mesh((2,), ("i",))
+    mine = np.random.default_rng(comm.Get_rank()).standard_normal(N, dtype=np.float32)
+    x = spmd.make_array_from_process_local_data(NamedSharding(mesh, P("i")), mine, (2 * N,))
+    total = spmd.jit(
+        spmd.shard_map(lambda b: spmd.lax.psum(b, "i"), mesh=mesh, in_specs=P("i"), out_specs=P())
+    )
+    raw = np.empty_like(mine)
+
+    def raw_allreduce() -> None:
+        comm.Allreduce(mine, raw, op=MPI.SUM)
+
+    ms = interleaved(
+        {"spmd psum": lambda: total(x).block_until_ready(), "mpi4py Allreduce": raw_allreduce},
+        comm.Barrier,
+    )
+    same = np.array_equal(np.asarray(total(x)), raw)
+    if comm.Get_rank() == 0:
+        raw_ms = ms["mpi4py Allreduce"][0]
+        print(f"psum of {mine.nbytes / 1e6:.0f} MB float32 per process, 2 processes × 1 device")
+        print(f"{'':18} {'median ms':>10} {'best ms':>9} {'GB/s':>7} {'ratio':>6}")
+        for name, (median, best) in ms.items():
+            gbs = mine.nbytes / median / 1e6
+            print(f"{name:18} {median:10.1f} {best:9.1f} {gbs:7.2f} {raw_ms / median:6.2f}")
+        print(f"spmd's sum equals Allreduce's: {same}")
+
+
+def layer_part(spmd, comm) -> None:
+    from spmd import NamedSharding, P
+
+    rng = np.random.default_rng(0)  # the same data on every process
+    lx = rng.standard_normal((2048, 4096), dtype=np.float32)
+    w = rng.standard_normal((4096, 1024), dtype=np.float32) / 64
+    b = rng.standard_normal(1024, dtype=np.float32)
+    line = spmd.make_mesh((len(spmd.devices()),), ("x",))
+
+    def put(value: np.ndarray, *entries):
+        return spmd.device_put(value, NamedSharding(line, P(*entries)))
+
+    layer = spmd.jit(lambda v, w, b: spmd.nn.sigmoid(v @ w + b))
+    cases = {
+        "batch sharded": [put(lx, "x", None), put(w), put(b)],
+        "contracting sharded": [put(lx, None, "x"), put(w, "x", None), put(b)],
+    }
+    calls = {name: lambda a=args: layer(*a).block_until_ready() for name, args in cases.items()}
+    expected = 1 / (1 + np.exp(-(lx @ w + b)))
+    for name, args in cases.items():
+        got = spmd.multihost_utils.process_allgather(layer(*args))
+        assert np.allclose(got, expected, atol=1e-5), name
+    alone = spmd.process_count() == 1
+    if alone:
+        calls["NumPy, one process"] = lambda: 1 / (1 + np.exp(-(lx @ w + b)))
+    ms = interleaved(calls, comm.Barrier if comm is not None else lambda: None)
+    if spmd.process_index() == 0:
+        shape = f"{spmd.process_count()} process(es) × {len(spmd.local_devices())} devices"
+        print(f"sigmoid(x @ w + b), x 2048×4096, w 4096×1024, on {shape}")
+        print(f"{'':20} {'median ms':>10} {'best ms':>9}" + (f" {'/NumPy':>7}" if alone else ""))
+        for name, (median, best) in ms.items():
+            ratio = f" {median / ms['NumPy, one process'][0]:7.2f}" if alone else ""
+            print(f"{name:20} {median:10.1f} {best:9.1f}{ratio}")
+
+
+def main() -> None:
+    mode = _mode()
+    import spmd.distributed
+
+    under_mpi = spmd.distributed.launched_by_mpi()
+    if mode == "psum":
+        os.environ["SPMD_NUM_CPU_DEVICES"] = "1"
+    else:
+        os.environ.setdefault("SPMD_NUM_CPU_DEVICES", "4" if under_mpi else "8")
+    import spmd
+
+    comm = None
+    if under_mpi:
+        from mpi4py import MPI
+
+        spmd.distributed.initialize()
+        comm = MPI.COMM_WORLD
+    if mode == "psum":
+        if comm is None:
+            sys.exit("psum needs 2 processes: mpiexec -n 2 ... multiprocess.py psum")
+        psum_part(spmd, comm)
+    else:
+        layer_part(spmd, comm)
+    if spmd.process_index() == 0:
+        print(f"cores: {len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else '?'}")
+
+
+if __name__ == "__main__":
+    main()
