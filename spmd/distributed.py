@@ -56,6 +56,11 @@ def initialize(
             "spmd.distributed.initialize() came after devices were used; call it first, "
             "before spmd.devices(), a mesh or any array."
         )
+    if local_device_ids is not None:
+        raise DistributedError(
+            "initialize(local_device_ids=...) is not supported: each process contributes "
+            "its SPMD_NUM_CPU_DEVICES virtual devices; set that variable per process instead."
+        )
     comm = _mpi_world(num_processes)
     size, rank = (1, 0) if comm is None else (comm.Get_size(), comm.Get_rank())
     if num_processes is not None and num_processes != size:

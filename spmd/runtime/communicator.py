@@ -271,12 +271,15 @@ class Communicator:
                 built[device] = np.empty(shape, dtype)
                 jobs.append((built[device], copies))
 
+        if len(jobs) < worker_count():  # too few blocks to go round: copy piece by piece
+            jobs = [(target, [c]) for target, copies in jobs for c in copies]
+
         def run(job) -> None:
-            target, copies = job
+            target, copies = job  # the pieces of one block are disjoint
             for c in copies:
                 target[c.dst_index] = buffers[c.src][c.src_index]
 
-        parallel_map(run, jobs, sum(b.nbytes for b, _ in jobs))
+        parallel_map(run, jobs, sum(target.nbytes for target, _ in jobs))
         if outgoing or incoming:
             self._move_pieces(outgoing, incoming, built, transfer, dtype)
         for target in built.values():

@@ -78,7 +78,8 @@ def execute(
     prepared = _prepared(part)
     positions, comm = prepared.positions, prepared.comm
     if not prepared.agreed:
-        comm.agree(_fingerprint(part, memory_kinds), mesh.devices.flat, "the program to run")
+        if comm.transport is not None:
+            comm.agree(_fingerprint(part, memory_kinds), mesh.devices.flat, "the program to run")
         prepared.agreed = True
     host: dict[Var, Any] = dict(zip(program.constvars, consts, strict=True))
     env: dict[Var, dict] = {}
