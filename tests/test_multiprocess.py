@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 MPIEXEC = Path(sys.executable).parent / "mpiexec"
 SUITES = ["partition", "shard_map", "pmap", "pmap_nested", "random"]
 DEVICES = 8  # in all, as the single-process tests' meshes need
-TIMEOUT = 180  # seconds for one suite (the slowest takes about 30 s on 2 cores)
+TIMEOUT = 180  # seconds for one suite (the slowest, partition on 4 processes: ~45 s on 2 cores)
 
 
 def _missing() -> str | None:

@@ -1,0 +1,65 @@
+"""The ``partition`` suite: rows of the case table on every mesh of tests/test_partition.py
+(the one-device mesh too, whose work only the first process takes part in), with the random
+specs, host inputs and out_shardings that test_rows_match_numpy_on_sharded_inputs draws."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import spmd
+import spmd.numpy as snp
+from spmd import NamedSharding
+from tests import test_partition
+from tests.cases import FAMILIES, assert_matches
+from tests.multiprocess.checks import gathered
+from tests.multiprocess.tally import Tally
+
+
+def run(tally: Tally) -> None:
+    for m, mesh_id in enumerate(test_partition.MESHES):
+        mesh = test_partition.mesh_of(mesh_id)
+        for family in FAMILIES:
+            for i, (case, draw) in enumerate(test_partition.sampled_rows(mesh_id, family)):
+                if tally.sampled(i, m):
+                    count_row(tally, mesh, family, draw)
+                    tally.check(f"mesh {mesh_id} {case.id} {draw}", run_row, case, draw, mesh)
+
+
+def count_row(tally: Tally, mesh, family: str, draw) -> None:
+    tally.covered[family] += 1
+    found = [
+        test_partition.splits(mesh, x.shape, spec)
+        for x, spec, on_host in zip(draw.inputs, draw.specs, draw.host, strict=True)
+        if not on_host
+    ]
+    tally.covered["uneven"] += any(u for u, _ in found)
+    tally.covered["empty blocks"] += any(e for _, e in found)
+    tally.covered["out_shardings"] += draw.out is not None
+
+
+def run_row(case, draw, mesh) -> None:
+    """tests/test_partition.py's run_sharded_row and assert_valid_array, reading the results
+    across processes."""
+    args = [
+        x if on_host else test_partition.put(x, mesh, spec)
+        for x, spec, on_host in zip(draw.inputs, draw.specs, draw.host, strict=True)
+    ]
+    target = None if draw.out is None else NamedSharding(mesh, draw.out)
+    result = spmd.jit(lambda *a: case.fn(snp, *a), out_shardings=target)(*args)
+    scale = test_partition.tolerance_scale(draw.expected)
+    assert_matches(result, draw.expected, values=False)  # container, dtypes and shapes
+    results, expected = test_partition.leaves(result), test_partition.leaves(draw.expected)
+    wholes = gathered(results, case.values)
+    on_mesh = draw.out is not None or not all(draw.host)
+    for got, whole, want in zip(results, wholes, expected, strict=True):
+        want = np.asarray(want)
+        if on_mesh:
+            assert isinstance(got.sharding, NamedSharding), got.sharding
+            assert got.sharding.mesh == mesh, got.sharding
+        # assert_matches reads an Array: the whole value, on this process's first device
+        assert_matches(spmd.device_put(whole, spmd.local_devices()[0]), want, case.values, scale)
+        if case.values:
+            for shard in got.addressable_shards:
+                assert_matches(shard.data, want[shard.index], True, scale)
+    if draw.out is not None:
+        assert result.sharding.spec.dims(result.ndim) == draw.out.dims(result.ndim)
