@@ -44,7 +44,7 @@ def call_across_processes(pmapped, args: tuple) -> Any:
     communicator_for(candidates).agree(
         f"{pmapped._where()} with {rows} rows per process", candidates, "a pmap call"
     )
-    key = (rows, tuple(a.shape for a in map(aval_of, leaves)))
+    key = (rows, tuple(aval_of(leaf).shape for leaf in leaves), tuple(sorted(static.items())))
     found = pmapped._across.get(key)
     if found is None:
         found = pmapped._across[key] = _global_mesh(pmapped, args, rows, candidates, processes)
