@@ -20,7 +20,7 @@ import numpy as np
 
 from spmd.runtime.communicator import Buffers, Communicator
 from spmd.sharding.layout import Layout, mesh_layout
-from spmd.sharding.mesh import Mesh, groups
+from spmd.sharding.mesh import Mesh, device_groups
 
 
 def run_collective(
@@ -32,8 +32,7 @@ def run_collective(
     axes = params["axes"]
     devices = mesh.devices.flat
     if name == "psum":
-        device_groups = [[devices[p] for p in g] for g in groups(mesh, axes)]
-        return comm.all_reduce(arrays, device_groups, params["op"])
+        return comm.all_reduce(arrays, device_groups(mesh, axes), params["op"])
     run = _RUNNERS[name]
     out: Buffers = {}
     for block, positions in _shape_classes(shapes).items():
@@ -106,9 +105,8 @@ def _psum_scatter(comm, mesh, positions, held, block, params) -> Buffers:
     spec[dim] = axes
     dst = _stacked(mesh, positions, lead, block, [*rest, *spec])
     ones = (1,) * len(rest)
-    inside = set(positions)
-    devices = mesh.devices.flat
-    members = [[devices[p] for p in g] for g in groups(mesh, axes) if g[0] in inside]
+    inside = {mesh.devices.flat[p] for p in positions}
+    members = [g for g in device_groups(mesh, axes) if g[0] in inside]
     stacked_in = {d: a.reshape(*ones, *block) for d, a in held.items()}
     got = comm.reduce_scatter(stacked_in, members, "sum", src, dst)
     out = {}

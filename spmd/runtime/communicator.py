@@ -311,14 +311,7 @@ class Communicator:
                 target[c.dst_index] = flat[offset : offset + size].reshape(piece.shape)
                 offset += size
 
-    def all_gather(self, buffers: Buffers, src: Layout, dst: Layout, dtype) -> Buffers:
-        return self.exchange(buffers, src, dst, dtype)
-
-    def all_to_all(self, buffers: Buffers, src: Layout, dst: Layout, dtype) -> Buffers:
-        return self.exchange(buffers, src, dst, dtype)
-
-    def permute(self, buffers: Buffers, src: Layout, dst: Layout, dtype) -> Buffers:
-        return self.exchange(buffers, src, dst, dtype)
+    all_gather = all_to_all = permute = exchange  # each is a change of layout
 
     def broadcast(self, buffers: Buffers, groups: Groups, root: int) -> Buffers:
         """Every member of each group gets the block of the group's ``root``-th member."""
@@ -344,10 +337,6 @@ class Communicator:
         """Raise DistributedError unless every process of ``devices`` holds ``text``."""
         if self.transport is not None:
             self.transport.agree(text, sorted(_processes(devices)), what)
-
-    def barrier(self) -> None:
-        if self.transport is not None:
-            self.transport.agree("barrier", range(self.transport.count), "a barrier")
 
 
 def _piece(buffer: np.ndarray, index: tuple[slice, ...]) -> np.ndarray:

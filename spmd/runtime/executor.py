@@ -41,7 +41,7 @@ from spmd.sharding.device_program import (
 )
 from spmd.sharding.device_program_text import as_text
 from spmd.sharding.layout import bounds_to_slices
-from spmd.sharding.mesh import Mesh, groups
+from spmd.sharding.mesh import Mesh, device_groups
 from spmd.sharding.named import NamedSharding
 from spmd.sharding.reshard import value_layout
 from spmd.sharding.rules import ValueSharding
@@ -317,11 +317,6 @@ def _by_position(buffers: dict, mesh: Mesh, positions: Sequence[int]) -> dict:
     return {p: buffers[devices[p]] for p in positions}
 
 
-def _device_groups(mesh: Mesh, axes: tuple[str, ...]) -> list[list]:
-    devices = mesh.devices.flat
-    return [[devices[p] for p in group] for group in groups(mesh, axes)]
-
-
 def _reshard(step: Reshard, buffers: dict, mesh: Mesh, comm: Communicator) -> dict:
     shape, dtype = step.src.aval.shape, step.src.aval.dtype
     positions = tuple(buffers)
@@ -330,9 +325,9 @@ def _reshard(step: Reshard, buffers: dict, mesh: Mesh, comm: Communicator) -> di
         src = value_layout(mesh, s.src.dims, shape)
         dst = value_layout(mesh, s.dst.dims, shape)
         if s.kind == "all-reduce":
-            held = comm.all_reduce(held, _device_groups(mesh, s.axes), s.src.op)
+            held = comm.all_reduce(held, device_groups(mesh, s.axes), s.src.op)
         elif s.kind == "reduce-scatter":
-            held = comm.reduce_scatter(held, _device_groups(mesh, s.axes), s.src.op, src, dst)
+            held = comm.reduce_scatter(held, device_groups(mesh, s.axes), s.src.op, src, dst)
         elif s.kind == "local slice":
             held = _local_slice(held, src, dst)
         else:
@@ -351,7 +346,7 @@ def _collective(step: Collective, env: dict, mesh: Mesh, positions, comm: Commun
         buffers = {p: np.asarray(b, atom.aval.dtype) for p, b in env[atom].items()}
     held = _by_device(buffers, mesh)
     if step.name == "broadcast":
-        out = comm.broadcast(held, _device_groups(mesh, step.params["axes"]), 0)
+        out = comm.broadcast(held, device_groups(mesh, step.params["axes"]), 0)
     else:
         out = run_collective(step.name, step.params, held, step.shapes, mesh, comm)
     record(COLLECTIVE_KINDS[step.name], step.nbytes)

@@ -209,3 +209,10 @@ def groups(mesh: Mesh, axes: tuple[str, ...]) -> list[list[int]]:
     for position, coords in enumerate(itertools.product(*map(range, shape))):
         found.setdefault(tuple(coords[i] for i in keep), []).append(position)
     return list(found.values())
+
+
+@functools.lru_cache(maxsize=1024)
+def device_groups(mesh: Mesh, axes: tuple[str, ...]) -> tuple[tuple[Device, ...], ...]:
+    """``groups(mesh, axes)`` with each position's device in place of the position."""
+    devices = mesh.devices.flat
+    return tuple(tuple(devices[p] for p in group) for group in groups(mesh, axes))

@@ -45,36 +45,33 @@ def call_across_processes(pmapped, args: tuple) -> Any:
         f"{pmapped._where()} with {rows} rows per process", candidates, "a pmap call"
     )
     key = (rows, tuple(aval_of(leaf).shape for leaf in leaves), tuple(sorted(static.items())))
+    call = (static, leaves, in_tree, in_axes)
     found = pmapped._across.get(key)
     if found is None:
-        found = pmapped._across[key] = _global_mesh(pmapped, args, rows, candidates, processes)
+        found = pmapped._across[key] = _global_mesh(pmapped, call, rows, candidates, processes)
     mesh, runner = found
-    placed = []
-    for leaf, axis in zip(leaves, in_axes, strict=True):
-        if axis is None:
-            placed.append(leaf)
-            continue
-        local = np.asarray(leaf)
-        spec = [None] * local.ndim
+
+    def place(leaf, axis: int, shape: tuple[int, ...]) -> Array:
+        spec = [None] * len(shape)
         spec[axis] = pmapped.axis_name
-        shape = list(local.shape)
-        shape[axis] = rows * len(processes)
         sharding = NamedSharding(mesh, PartitionSpec(*spec))
-        placed.append(make_array_from_process_local_data(sharding, local, tuple(shape)))
-    full = list(tree_unflatten(in_tree, placed))
-    for i in sorted(static):
-        full.insert(i, static[i])
-    out, out_tree = tree_flatten(runner._run_global(tuple(full)))
+        return make_array_from_process_local_data(sharding, np.asarray(leaf), shape)
+
+    full = _global_arguments(call, rows * len(processes), place)
+    out, out_tree = tree_flatten(runner._run_global(full))
     local_mesh = _local_mesh(mesh, rows)
     return tree_unflatten(out_tree, [_local_rows(x, local_mesh, pmapped.axis_name) for x in out])
 
 
-def _global_mesh(pmapped, args, rows, candidates, processes) -> tuple[Mesh, Any]:
+def _global_mesh(pmapped, call, rows, candidates, processes) -> tuple[Mesh, Any]:
     """The grid of the pmap (outer axis: every process's rows) and a pmap pinned to it."""
     owned = {p: [d for d in candidates if d.process_index == p] for p in processes}
     _check_rows(pmapped, rows, 1, owned)
-    dry = _with_global_rows(pmapped, args, rows * len(processes))
-    names, sizes = pmapped._grid(dry)
+
+    def stand_in(leaf, axis: int, shape: tuple[int, ...]) -> np.ndarray:
+        return np.broadcast_to(np.zeros((), aval_of(leaf).dtype), shape)  # allocates nothing
+
+    names, sizes = pmapped._grid(_global_arguments(call, rows * len(processes), stand_in))
     inner = math.prod(sizes[1:])
     _check_rows(pmapped, rows, inner, owned)
     chosen = [d for p in processes for d in owned[p][: rows * inner]]
@@ -97,24 +94,21 @@ def _check_rows(pmapped, rows: int, inner: int, owned: dict) -> None:
             )
 
 
-def _with_global_rows(pmapped, args: tuple, total: int) -> tuple:
-    """Stand-ins of the global arguments (zero-strided: nothing is allocated), to trace."""
-    static = set(pmapped.static_argnums)
-    dynamic = tuple(a for i, a in enumerate(args) if i not in static)
-    leaves, in_tree = tree_flatten(dynamic)
-    in_axes = pmapped._in_axes(dynamic, leaves)
-    stand_ins = []
+def _global_arguments(call, total: int, place) -> tuple:
+    """The call's arguments with each mapped leaf replaced by ``place(leaf, axis, shape)``,
+    ``shape`` being its global shape (``total`` rows along ``axis``)."""
+    static, leaves, in_tree, in_axes = call
+    placed = []
     for leaf, axis in zip(leaves, in_axes, strict=True):
-        aval = aval_of(leaf)
         if axis is None:
-            stand_ins.append(leaf)
+            placed.append(leaf)
             continue
-        shape = list(aval.shape)
+        shape = list(aval_of(leaf).shape)
         shape[axis] = total
-        stand_ins.append(np.broadcast_to(np.zeros((), aval.dtype), tuple(shape)))
-    full = list(tree_unflatten(in_tree, stand_ins))
+        placed.append(place(leaf, axis, tuple(shape)))
+    full = list(tree_unflatten(in_tree, placed))
     for i in sorted(static):
-        full.insert(i, args[i])
+        full.insert(i, static[i])
     return tuple(full)
 
 
