@@ -22,6 +22,10 @@ def _positive_int(name: str, value: Any) -> int:
     return int(value)
 
 
+def _positive_int_or_none(name: str, value: Any) -> int | None:
+    return None if value is None else _positive_int(name, value)
+
+
 def _positive_float(name: str, value: Any) -> float:
     try:
         number = float(value.strip() if isinstance(value, str) else value)
@@ -44,6 +48,8 @@ _OPTIONS = {
     "num_cpu_devices": _Option(8, "SPMD_NUM_CPU_DEVICES", _positive_int, "devices were created"),
     # how long a process waits for its peers in a collective before it names them in an error
     "collective_timeout": _Option(60.0, "SPMD_COLLECTIVE_TIMEOUT", _positive_float),
+    # the cores device work is scheduled for (None: those this process may run on)
+    "cpu_cores": _Option(None, "SPMD_CPU_CORES", _positive_int_or_none),
 }
 
 

@@ -33,6 +33,16 @@ def is_initialized() -> bool:
     return _state["initialized"]
 
 
+def _processes_sharing_memory(comm) -> int:
+    from mpi4py import MPI
+
+    host = comm.Split_type(MPI.COMM_TYPE_SHARED)
+    try:
+        return host.Get_size()
+    finally:
+        host.Free()
+
+
 def initialize(
     coordinator_address: str | None = None,
     num_processes: int | None = None,
@@ -73,7 +83,7 @@ def initialize(
             f"initialize(process_id={process_id}) but MPI numbers this process {rank}; leave "
             f"process_id out (MPI assigns it)."
         )
-    counts = (config.num_cpu_devices,)
+    counts, on_this_host = (config.num_cpu_devices,), 1
     if size > 1:
         from spmd.runtime.mpi import MpiTransport
 
@@ -82,9 +92,10 @@ def initialize(
         every = np.empty(size, np.int64)
         comm.Allgather(mine, every)
         counts = tuple(int(n) for n in every)
+        on_this_host = _processes_sharing_memory(comm)
         set_transport(transport)
         _end_job_on_uncaught_exceptions(comm)
-    join_processes(rank, counts)
+    join_processes(rank, counts, on_this_host)
     _state["initialized"] = True
 
 

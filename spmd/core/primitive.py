@@ -19,8 +19,9 @@ class Rules:
     shape-valued parameters for one device's blocks (``out_bounds``: each result block's
     (start, stop) per dimension in the global result); ``writes_into`` says ``impl`` takes
     ``out=`` (a dead operand's buffer of the result's shape and dtype, reused); ``ufunc``
-    is the NumPy ufunc ``impl`` applies, if that is all it does; ``jvp`` and ``transpose``
-    come with differentiation.
+    is the NumPy ufunc ``impl`` applies, if that is all it does; ``calls_blas`` says ``impl``
+    runs on BLAS threads (contractions), which the executor shares out among devices;
+    ``jvp`` and ``transpose`` come with differentiation.
     """
 
     shape: Callable[..., Any]
@@ -29,6 +30,7 @@ class Rules:
     local_params: Callable[..., dict] | None = None
     writes_into: bool = False
     ufunc: Any = None  # the NumPy ufunc ``impl`` applies, which NumPy backends may call direct
+    calls_blas: bool = False
     # Calls of per-device programs (shard_map, pmap): per_device(lowering, eqn, inputs) emits
     # the body's steps (spmd/transforms/manual.py) and returns the results as held there.
     per_device: Callable[..., Any] | None = None

@@ -163,5 +163,6 @@ def einsum_sharding(ins, outs, *, subscripts: str) -> Factors:
 
 # Output dimensions follow ``output``; labels absent from it are contracted (summed).
 einsum_p = Primitive(
-    "einsum", Rules(shape=_einsum_shape, impl=_einsum_impl, sharding=einsum_sharding)
+    "einsum",
+    Rules(shape=_einsum_shape, impl=_einsum_impl, sharding=einsum_sharding, calls_blas=True),
 )

@@ -4,28 +4,29 @@ Every process runs the same program; each holds and computes only the blocks of 
 mesh positions (``{position: buffer}``), and collectives go through the Communicator of the
 mesh's processes. Host equations run once per process. Runs of consecutive per-device
 equations run as one task per device on the thread pool (NumPy and BLAS release the GIL),
-inline when the blocks are small; BLAS is held to its share of the cores meanwhile so that
-devices do not oversubscribe them. Values are dropped after their last use, so their memory
-returns while the program runs. Before a program first runs across processes, the
-processes check that they all run the same one.
+inline when the blocks are small; contractions share BLAS threads so that devices do not
+oversubscribe the cores (spmd/runtime/cores.py). Each device's values are dropped after
+their last use, inside such runs too, so their memory returns while the program runs.
+Before a program first runs across processes, the processes check that they all run the
+same one.
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
+import itertools
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from threadpoolctl import ThreadpoolController
 
 from spmd.core.program import Literal, Var
 from spmd.runtime.array import Array
 from spmd.runtime.collectives import run_collective
 from spmd.runtime.communicator import Communicator, communicator_for
+from spmd.runtime.cores import blas_threads, core_count, observed, wide_contractions
 from spmd.runtime.counting import record
 from spmd.runtime.pool import INLINE_BYTES, parallel_map, worker_count
 from spmd.sharding.device import process_index
@@ -47,12 +48,6 @@ from spmd.sharding.reshard import value_layout
 from spmd.sharding.rules import ValueSharding
 
 _PYTHON_SCALARS = frozenset({bool, int, float, complex})
-
-
-@functools.cache
-def _blas() -> ThreadpoolController:
-    """The process's BLAS libraries, found once (looking them up costs a third of a ms)."""
-    return ThreadpoolController()
 
 
 def local_positions(mesh: Mesh) -> tuple[int, ...]:
@@ -247,7 +242,7 @@ def _prepared(part: Partitioned) -> _Prepared:
         last_use = _last_uses(part)
         reuse = _reuse_plan(part, last_use)
         calls = {
-            index: _call(step, reuse.get(index))
+            index: _call(step, index, reuse.get(index), last_use)
             for index, step in enumerate(part.steps)
             if isinstance(step, Compute)
         }
@@ -256,11 +251,14 @@ def _prepared(part: Partitioned) -> _Prepared:
     return found
 
 
-def _call(step: Compute, reuse: int | None):
-    """``(env, position) -> None``: run ``step`` for one device, its dispatch decided once."""
+def _call(step: Compute, index: int, reuse: int | None, last_use: dict[Var, int]):
+    """``(env, position) -> None``: run step ``index`` for one device, its dispatch decided
+    once, and let go of that device's values that die there."""
     rules = step.eqn.primitive.rules
     direct = rules.ufunc is not None and reuse is None and not any(step.params)
     fn = rules.ufunc if direct else functools.partial(rules.impl, np)
+    if rules.calls_blas:
+        fn = observed(fn)
     getters = [
         (lambda env, position, value=a.value: value)
         if isinstance(a, Literal)
@@ -268,6 +266,8 @@ def _call(step: Compute, reuse: int | None):
         for a in step.inputs
     ]
     multiple = step.eqn.primitive.multiple_results
+    used = [a for a in step.inputs if isinstance(a, Var)] + list(step.outputs)
+    dying = [var for var in dict.fromkeys(used) if last_use.get(var, -1) <= index]
 
     def call(env: dict, position: int) -> None:
         values = [get(env, position) for get in getters]
@@ -277,14 +277,19 @@ def _call(step: Compute, reuse: int | None):
             if type(target) is np.ndarray and target.flags.writeable and target.ndim:
                 params = {**params, "out": target}
         out = fn(*values, **params)
+        del values
         for var, value in zip(step.outputs, out if multiple else (out,), strict=True):
             env[var][position] = value
+        for var in dying:
+            del env[var][position]
 
     return call
 
 
 def _run_segment(segment: list[tuple[Compute, Any]], env: dict, positions: tuple[int, ...]) -> None:
-    """Run consecutive per-device equations: one task per device of this process."""
+    """Run consecutive per-device equations for this process's devices: one task per
+    device on the thread pool when there is enough data, inline otherwise. Contractions
+    share the cores as spmd/runtime/cores.py says."""
     if not segment or not positions:
         return
     count = len(positions)
@@ -294,17 +299,37 @@ def _run_segment(segment: list[tuple[Compute, Any]], env: dict, positions: tuple
     for step, _ in segment:
         for var in step.outputs:
             env[var] = {}
+    if nbytes < INLINE_BYTES or count == 1 or worker_count() == 1:
+        for position in positions:
+            _run_calls(segment, env, position)
+        return
 
-    def run(position: int) -> None:
-        for _, call in segment:
-            call(env, position)
+    def side_by_side(steps: list) -> None:
+        parallel_map(functools.partial(_run_calls, steps, env), positions, nbytes)
 
-    parallel = nbytes >= INLINE_BYTES and count > 1 and worker_count() > 1
-    contracts = any(step.eqn.primitive.name == "einsum" for step, _ in segment)
-    limit = max(1, worker_count() // count)
-    guard = _blas().limit(limits=limit, user_api="blas") if parallel and contracts else None
-    with guard if guard is not None else contextlib.nullcontext():
-        parallel_map(run, positions, nbytes if parallel else 0)
+    if not any(_calls_blas(item) for item in segment):
+        side_by_side(segment)
+    elif wide_contractions(count):
+        with blas_threads(core_count()):
+            for blas, run in itertools.groupby(segment, _calls_blas):
+                if not blas:
+                    side_by_side(list(run))
+                    continue
+                for _, call in run:  # one device at a time, each call on every core
+                    for position in positions:
+                        call(env, position)
+    else:
+        with blas_threads(1):  # devices side by side, one BLAS thread each
+            side_by_side(segment)
+
+
+def _calls_blas(item: tuple[Compute, Any]) -> bool:
+    return item[0].eqn.primitive.rules.calls_blas
+
+
+def _run_calls(segment: list[tuple[Compute, Any]], env: dict, position: int) -> None:
+    for _, call in segment:
+        call(env, position)
 
 
 def _by_device(buffers: dict, mesh: Mesh) -> dict:

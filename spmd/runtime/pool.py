@@ -7,10 +7,11 @@ overlaps across the machine's cores.
 from __future__ import annotations
 
 import functools
-import os
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
+
+from spmd.runtime.cores import core_count
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -19,20 +20,19 @@ INLINE_BYTES = 1 << 20  # below this much data, a thread hand-off costs more tha
 
 
 def worker_count() -> int:
-    """The cores this process may run on."""
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
+    """How many tasks run at once: one per core."""
+    return core_count()
 
 
 @functools.cache
-def _pool() -> ThreadPoolExecutor:
-    return ThreadPoolExecutor(max_workers=worker_count(), thread_name_prefix="spmd-device")
+def _pool(workers: int) -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(max_workers=workers, thread_name_prefix="spmd-device")
 
 
 def parallel_map(fn: Callable[[T], R], items: Iterable[T], nbytes: int) -> list[R]:
     """``[fn(item) for item in items]``, on the pool when ``nbytes`` of work make it worth it."""
     items = list(items)
-    if nbytes < INLINE_BYTES or len(items) < 2 or worker_count() < 2:
+    workers = worker_count()
+    if nbytes < INLINE_BYTES or len(items) < 2 or workers < 2:
         return [fn(item) for item in items]
-    return list(_pool().map(fn, items))
+    return list(_pool(workers).map(fn, items))

@@ -11,27 +11,31 @@ from spmd.errors import ShardingError, SpmdTypeError
 
 @dataclass
 class _ProcessInfo:
-    """Which process this is, and how many devices each process contributes (None: this
-    process alone, with ``num_cpu_devices``)."""
+    """Which process this is, how many devices each process contributes (None: this
+    process alone, with ``num_cpu_devices``), and how many of them share this host."""
 
     index: int = 0
     count: int = 1
     device_counts: tuple[int, ...] | None = None
+    on_this_host: int = 1
 
 
 _process = _ProcessInfo()
 
 
-def join_processes(index: int, device_counts: tuple[int, ...]) -> None:
+def join_processes(index: int, device_counts: tuple[int, ...], on_this_host: int = 1) -> None:
     """Make this process ``index`` of ``len(device_counts)``, each contributing its count of
-    devices (``spmd.distributed.initialize``); only before devices were first listed."""
+    devices, ``on_this_host`` of them on this host (``spmd.distributed.initialize``); only
+    before devices were first listed."""
     if devices_listed():
         raise RuntimeError("devices were listed before the processes joined")
-    _process.index, _process.count, _process.device_counts = (
-        index,
-        len(device_counts),
-        device_counts,
-    )
+    _process.index, _process.count = index, len(device_counts)
+    _process.device_counts, _process.on_this_host = device_counts, on_this_host
+
+
+def processes_on_this_host() -> int:
+    """How many processes of this job run on this host (they share its cores)."""
+    return _process.on_this_host
 
 
 def devices_listed() -> bool:
