@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import spmd
-from spmd.sharding.transfer import plan_transfer
+from spmd.sharding.transfer import moved_bytes, plan_builds, plan_transfer
 from tests.strategies import any_shardings, arrays, shapes, shardings
 
 
@@ -129,6 +129,10 @@ def test_transfer_plan_tiles_each_block_and_moves_only_what_the_device_lacks(cas
         counts = coverage(plan.dst_shapes[device], [c.dst_index for c in pieces])
         assert (counts == 1).all(), "pieces must tile the destination block exactly once"
     assert plan.bytes_moved == expected_moved
+    assert moved_bytes(src, dst, x.itemsize) == expected_moved
+    builds = plan_builds(src, dst, x.itemsize)
+    assert set(builds.dst_shapes) == set(dst.builders.values())
+    assert all(c in plan.copies for c in builds.copies)
 
 
 def test_gathering_a_row_split_vector_moves_what_each_device_lacks():

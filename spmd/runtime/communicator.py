@@ -24,7 +24,7 @@ from spmd.errors import DistributedError
 from spmd.runtime.pool import parallel_map, worker_count
 from spmd.sharding.device import Device, process_index
 from spmd.sharding.layout import Layout
-from spmd.sharding.transfer import plan_transfer
+from spmd.sharding.transfer import plan_builds
 
 COMBINE = {
     "sum": np.add,
@@ -239,17 +239,12 @@ class Communicator:
         packed, one message per pair of processes.
         """
         dtype = np.dtype(dtype)
-        transfer = plan_transfer(src, dst, dtype.itemsize)
-        builder = {}  # (process, block) → the first of its holders there: it builds the block
-        for device, block in zip(dst.devices, dst.blocks, strict=True):
-            builder.setdefault((device.process_index, block), device)
-        builders = set(builder.values())
+        transfer = plan_builds(src, dst, dtype.itemsize)
+        builder = dst.builders
         local: dict[Device, list] = {}
         outgoing: dict[int, list[np.ndarray]] = {}
         incoming: dict[int, list] = {}
         for c in transfer.copies:
-            if c.dst not in builders:
-                continue
             to, of = c.dst.process_index, c.src.process_index
             if to == self.here and of == self.here:
                 local.setdefault(c.dst, []).append(c)

@@ -35,4 +35,11 @@ def parallel_map(fn: Callable[[T], R], items: Iterable[T], nbytes: int) -> list[
     workers = worker_count()
     if nbytes < INLINE_BYTES or len(items) < 2 or workers < 2:
         return [fn(item) for item in items]
-    return list(_pool(workers).map(fn, items))
+    if len(items) <= workers:
+        return list(_pool(workers).map(fn, items))
+    # Many small items: a hand-off each would cost more than the work, so each worker takes
+    # a run of them (a few runs per worker, to even out uneven ones).
+    size = -(-len(items) // (4 * workers))
+    runs = [items[i : i + size] for i in range(0, len(items), size)]
+    done = _pool(workers).map(lambda run: [fn(item) for item in run], runs)
+    return [result for results in done for result in results]

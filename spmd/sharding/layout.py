@@ -78,6 +78,26 @@ class Layout:
         return {block: tuple(devices) for block, devices in holders.items()}
 
     @functools.cached_property
+    def holders_by_process(self) -> dict[tuple[int, ...], dict[int, tuple]]:
+        """Block coordinates → process index → the devices there holding that block."""
+        found: dict[tuple[int, ...], dict[int, tuple]] = {}
+        for block, devices in self.holders.items():
+            by_process: dict[int, list] = {}
+            for device in devices:
+                by_process.setdefault(device.process_index, []).append(device)
+            found[block] = {p: tuple(ds) for p, ds in by_process.items()}
+        return found
+
+    @functools.cached_property
+    def builders(self) -> dict[tuple[int, tuple[int, ...]], object]:
+        """(process index, block coordinates) → the first device there holding that block:
+        the one that builds it, for the others to share."""
+        found: dict = {}
+        for device, block in zip(self.devices, self.blocks, strict=True):
+            found.setdefault((device.process_index, block), device)
+        return found
+
+    @functools.cached_property
     def replica_ids(self) -> tuple[int, ...]:
         """For each device, its rank among the devices that hold the same block."""
         pairs = zip(self.devices, self.blocks, strict=True)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from spmd.sharding.layout import Layout, mesh_layout
 from spmd.sharding.mesh import Mesh
 from spmd.sharding.rules import Dims, ValueSharding
-from spmd.sharding.transfer import plan_transfer
+from spmd.sharding.transfer import moved_bytes
 
 COLLECTIVES = ("all-reduce", "reduce-scatter", "all-gather", "all-to-all", "permute")
 
@@ -140,7 +140,7 @@ def _longest_prefix(axes: tuple[str, ...], allowed: set[str]) -> tuple[str, ...]
 
 def _moved_bytes(mesh, shape, itemsize, a: Dims, b: Dims) -> int:
     src, dst = value_layout(mesh, a, shape), value_layout(mesh, b, shape)
-    return plan_transfer(src, dst, itemsize).bytes_moved
+    return moved_bytes(src, dst, itemsize)
 
 
 def _axes_in_order(mesh: Mesh, axes: set[str]) -> tuple[str, ...]:

@@ -1,0 +1,149 @@
+"""How the executor shares the cores: BLAS calls under simulated core counts, and memory.
+
+A 2-core machine cannot show oversubscription by timing, so these tests watch every BLAS
+call the executor makes (spmd/runtime/cores.py) with ``config.cpu_cores`` set to the
+machine being simulated, and check the schedule: the threads of concurrent calls add up to
+at most the cores, and a multi-threaded call never overlaps another one.
+"""
+
+import os
+import tracemalloc
+
+import numpy as np
+import pytest
+
+import spmd
+import spmd.numpy as snp
+from spmd import NamedSharding, P
+from spmd.config import config
+from spmd.runtime import cores
+from spmd.sharding import device
+
+
+@pytest.fixture
+def simulated_cores():
+    def simulate(count):
+        config.update("cpu_cores", count)
+
+    yield simulate
+    config.update("cpu_cores", None)
+
+
+def _layer(m, x, w, b):
+    return 1 / (1 + m.exp(-(x @ w + b)))
+
+
+def _two_matmuls(m, x, w, b):
+    return m.tanh(x @ w + b) @ w.T
+
+
+PROGRAMS = {
+    "layer, batch sharded": (_layer, (P("x", None), P(), P())),
+    "layer, contracting sharded": (_layer, (P(None, "x"), P("x", None), P())),
+    "two matmuls, elementwise between": (_two_matmuls, (P("x", None), P(), P())),
+}
+
+
+def _replay(events, cores_count):
+    """Check a watched run's calls against the schedule's rules; return each call's threads."""
+    active = {}
+    threads_of_calls = []
+    for event, call, threads in events:
+        if event == "end":
+            del active[call]
+            continue
+        assert not any(t > 1 for t in active.values()), "a multi-threaded BLAS call overlapped"
+        assert threads == 1 or not active, f"a {threads}-thread BLAS call overlapped another"
+        active[call] = threads
+        assert sum(active.values()) <= cores_count, f"{active} oversubscribe {cores_count} cores"
+        threads_of_calls.append(threads)
+    assert not active
+    return threads_of_calls
+
+
+@pytest.mark.parametrize("name", PROGRAMS)
+@pytest.mark.parametrize("devices", [2, 4, 8])
+@pytest.mark.parametrize("cores_count", [1, 2, 3, 8, 16, 64])
+def test_blas_calls_never_oversubscribe_the_cores(simulated_cores, name, devices, cores_count):
+    simulate = simulated_cores
+    simulate(cores_count)
+    fn, specs = PROGRAMS[name]
+    rng = np.random.default_rng(devices * 100 + cores_count)
+    data = [rng.standard_normal(s) for s in ((1024, 256), (256, 128), (128,))]
+    mesh = spmd.make_mesh((devices,), ("x",), devices=spmd.devices()[:devices])
+    args = [spmd.device_put(v, NamedSharding(mesh, s)) for v, s in zip(data, specs, strict=True)]
+    jitted = spmd.jit(lambda *a: fn(snp, *a))
+    jitted(*args)  # compiled outside the watch
+    events = []
+    with cores.watch_blas(lambda *event: events.append(event)):
+        result = jitted(*args)
+    np.testing.assert_allclose(np.asarray(result), fn(np, *data), rtol=1e-12, atol=1e-12)
+    threads = _replay(events, cores_count)
+    contractions = 2 if name.startswith("two") else 1
+    assert len(threads) == contractions * devices, "every device runs every contraction"
+    wide = cores_count >= 2 * devices
+    assert set(threads) == {cores_count if wide else 1}
+
+
+def test_small_contractions_run_inline_with_every_core(simulated_cores):
+    simulated_cores(16)
+    mesh = spmd.make_mesh((8,), ("x",))
+    x = spmd.device_put(np.ones((16, 8)), NamedSharding(mesh, P("x", None)))
+    events = []
+    with cores.watch_blas(lambda *event: events.append(event)):
+        spmd.jit(lambda v: v @ v.T)(x).block_until_ready()
+    assert set(_replay(events, 16)) == {16}
+
+
+def test_processes_on_one_host_share_its_cores(monkeypatch):
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    monkeypatch.setattr(device._process, "on_this_host", 2)
+    expected = max(1, usable // 2) if usable == os.cpu_count() else usable
+    assert cores.core_count() == expected
+
+
+def test_cpu_cores_option_is_checked():
+    with pytest.raises(spmd.errors.ConfigError, match="cpu_cores must be a positive integer"):
+        config.update("cpu_cores", 0)
+
+
+def _chain(m, step):
+    def run(v):
+        for _ in range(20):
+            v = step(m, v)
+        return v
+
+    return run
+
+
+CHAINS = {
+    "where(x > 0, x, 0.1 * x)": lambda m, v: m.where(v > 0, v, 0.1 * v),
+    "x * sigmoid(x)": lambda m, v: v * (1 / (1 + m.exp(-v))),
+    "sin(x.T)": lambda m, v: m.sin(v.T),
+}
+
+
+def _peak_above_start(call) -> int:
+    tracemalloc.start()
+    try:
+        start = tracemalloc.get_traced_memory()[0]
+        out = call()
+        del out
+        return tracemalloc.get_traced_memory()[1] - start
+    finally:
+        tracemalloc.stop()
+
+
+@pytest.mark.parametrize("name", CHAINS)
+def test_jitted_chain_frees_each_value_at_its_last_use(name):
+    """20 elementwise steps peak near NumPy's one step, not at 20 live intermediates."""
+    step = CHAINS[name]
+    x = np.random.default_rng(0).standard_normal((1024, 1024), dtype=np.float32)
+    xs = spmd.device_put(x, NamedSharding(spmd.make_mesh((2, 4), ("x", "y")), P("x", "y")))
+    jitted = spmd.jit(_chain(snp, step))
+    jitted(xs)
+    numpy_peak = _peak_above_start(lambda: _chain(np, step)(x))
+    eager_peak = _peak_above_start(lambda: _chain(snp, step)(xs))
+    jit_peak = _peak_above_start(lambda: jitted(xs))
+    assert jit_peak <= 1.5 * numpy_peak, (jit_peak, numpy_peak)
+    assert jit_peak <= eager_peak, (jit_peak, eager_peak)
