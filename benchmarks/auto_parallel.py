@@ -1,10 +1,11 @@
-"""Automatic parallelism beside JAX: jit over sharded inputs on 8 virtual CPU devices.
+"""Automatic parallelism beside JAX: jit over sharded inputs on virtual CPU devices.
 
 Run: ``python benchmarks/auto_parallel.py`` (JAX is timed in the same run when installed,
-with ``XLA_FLAGS=--xla_force_host_platform_device_count=8`` and ``AxisType.Auto`` meshes).
-Each row is the median of several calls after a warm-up, the libraries taking turns call
-by call; ``ratio`` is JAX's time over ours (above 1: spmd is faster). The layers are also
-timed in NumPy, computing the same layer in one process (``/NumPy``: ours over NumPy's).
+on as many host devices, with ``AxisType.Auto`` meshes). Each row is the median of several
+calls after a warm-up, the libraries taking turns call by call; ``ratio`` is JAX's time over
+ours (above 1: spmd is faster). The layers are also timed in NumPy, computing the same layer
+in one process (``/NumPy``: ours over NumPy's). ``--devices N`` (8 by default), ``--cores K``
+and ``--scaling`` (1 to 16 devices) are described in benchmarks/scaling.py.
 """
 
 from __future__ import annotations
@@ -13,12 +14,14 @@ import os
 import sys
 from collections.abc import Callable
 
-import numpy as np
-
-os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
 sys.path.insert(0, os.path.dirname(__file__))
 
-from timing import interleaved_ms
+from scaling import configure, report
+
+ARGS = configure()
+
+import numpy as np  # noqa: E402  (after configure() set the device count)
+from timing import interleaved_ms  # noqa: E402
 
 TINY = "tiny cached call"
 TINY_COLLECTIVES = "tiny call, 2 collectives"
@@ -31,7 +34,7 @@ def inputs() -> dict[str, np.ndarray]:
         "lx": rng.standard_normal((2048, 4096), dtype=np.float32),
         "w": rng.standard_normal((4096, 1024), dtype=np.float32) / 64,
         "b": rng.standard_normal(1024, dtype=np.float32),
-        "tiny": np.arange(8, dtype=np.float32),
+        "tiny": np.arange(ARGS.devices, dtype=np.float32),
         "small": np.arange(64, dtype=np.float32).reshape(8, 8),
     }
 
@@ -68,13 +71,19 @@ def cases(lib, numpy, sigmoid, sharding, spec, grid, line, data) -> dict[str, Ca
     return calls
 
 
+def _grid() -> tuple[int, int]:
+    """Two rows of devices (2 x 4 for 8), or one row when the count is odd."""
+    rows = 2 if ARGS.devices % 2 == 0 else 1
+    return rows, ARGS.devices // rows
+
+
 def spmd_cases(data: dict) -> dict[str, Callable]:
     import spmd
     import spmd.numpy as snp
     from spmd import NamedSharding, P
 
-    grid = spmd.make_mesh((2, 4), ("x", "y"))
-    line = spmd.make_mesh((8,), ("x",))
+    grid = spmd.make_mesh(_grid(), ("x", "y"))
+    line = spmd.make_mesh((ARGS.devices,), ("x",))
     return cases(spmd, snp, spmd.nn.sigmoid, NamedSharding, P, grid, line, data)
 
 
@@ -87,8 +96,8 @@ def jax_cases(data: dict) -> dict[str, Callable]:
     except ImportError:
         return {}
     auto = (AxisType.Auto,)
-    grid = jax.make_mesh((2, 4), ("x", "y"), axis_types=auto * 2)
-    line = jax.make_mesh((8,), ("x",), axis_types=auto)
+    grid = jax.make_mesh(_grid(), ("x", "y"), axis_types=auto * 2)
+    line = jax.make_mesh((ARGS.devices,), ("x",), axis_types=auto)
     return cases(jax, jnp, jax.nn.sigmoid, NamedSharding, P, grid, line, data)
 
 
@@ -96,25 +105,31 @@ def numpy_layer(data: dict) -> Callable:
     return lambda: 1 / (1 + np.exp(-(data["lx"] @ data["w"] + data["b"])))
 
 
-def main() -> None:
+def measure() -> dict[str, dict[str, float]]:
+    """Each case's time in ms, per library (spmd, jax, numpy)."""
     data = inputs()
     ours, theirs = spmd_cases(data), jax_cases(data)
-    print(f"{'':28} {'spmd ms':>10} {'JAX ms':>10} {'ratio':>7} {'NumPy ms':>9} {'/NumPy':>7}")
+    rows = {}
     for name, mine in ours.items():
         calls = {"spmd": mine} | ({"jax": theirs[name]} if name in theirs else {})
         if name.startswith("layer"):
             calls["numpy"] = numpy_layer(data)
         if name in (TINY, TINY_COLLECTIVES):
-            ms = interleaved_ms(calls, rounds=5, number=2000 if name == TINY else 300)
+            rows[name] = interleaved_ms(calls, rounds=5, number=2000 if name == TINY else 300)
         else:
-            ms = interleaved_ms(calls)
+            rows[name] = interleaved_ms(calls)
+    return rows
+
+
+def print_rows(rows: dict[str, dict[str, float]]) -> None:
+    print(f"{'':28} {'spmd ms':>10} {'JAX ms':>10} {'ratio':>7} {'NumPy ms':>9} {'/NumPy':>7}")
+    for name, ms in rows.items():
         row = f"{name:28} {ms['spmd']:10.3f}"
         row += f" {ms['jax']:10.3f} {ms['jax'] / ms['spmd']:7.2f}" if "jax" in ms else f" {'-':>18}"
         if "numpy" in ms:
             row += f" {ms['numpy']:9.1f} {ms['spmd'] / ms['numpy']:7.2f}"
         print(row)
-    print(f"cores: {len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else '?'}")
 
 
 if __name__ == "__main__":
-    main()
+    report(ARGS, __file__, measure, print_rows)

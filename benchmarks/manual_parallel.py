@@ -1,10 +1,11 @@
 """Manual parallelism beside JAX and NumPy: a psum inside shard_map, and a tiny pmap call.
 
 Run: ``python benchmarks/manual_parallel.py`` (JAX is timed in the same run when installed,
-with ``XLA_FLAGS=--xla_force_host_platform_device_count=8``). The psum adds 8 float32
-blocks of 16 MiB (128 MiB in all), one per device, and every device gets the sum; NumPy
-adds the same 8 blocks in one process. The tiny pmap maps ``v + 1`` over 8 devices on an
-input already on them. Each row is the median of several calls after a warm-up.
+on as many host devices). The psum adds one float32 block of 16 MiB per device (8 devices:
+128 MiB in all), and every device gets the sum; NumPy adds the same blocks in one process.
+The tiny pmap maps ``v + 1`` over the devices on an input already on them. Each row is the
+median of several calls after a warm-up. ``--devices N`` (8 by default), ``--cores K`` and
+``--scaling`` (1 to 16 devices) are described in benchmarks/scaling.py.
 """
 
 from __future__ import annotations
@@ -12,15 +13,17 @@ from __future__ import annotations
 import os
 import sys
 
-import numpy as np
-
-os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
 sys.path.insert(0, os.path.dirname(__file__))
 
-from timing import median_ms, tiny_call_ms
+from scaling import configure, report
+
+ARGS = configure()
+
+import numpy as np  # noqa: E402  (after configure() set the device count)
+from timing import median_ms, tiny_call_ms  # noqa: E402
 
 BLOCK = 4 * 1024 * 1024  # float32 elements: 16 MiB per device
-DEVICES = 8
+DEVICES = ARGS.devices
 
 
 def inputs() -> dict[str, np.ndarray]:
@@ -40,8 +43,10 @@ def times(lib, shard_map, psum, sharding, spec, line, data: dict) -> dict[str, f
     step = lib.pmap(lambda v: v + 1, axis_name="i")
     on_devices = lib.pmap(lambda v: v, axis_name="i")(data["tiny"])
     return {
-        "psum of 8 x 16 MiB (shard_map)": median_ms(lambda: total(x).block_until_ready()),
-        "tiny pmap call (8 el.)": tiny_call_ms(lambda: step(on_devices).block_until_ready()),
+        "psum, 16 MiB per device (shard_map)": median_ms(lambda: total(x).block_until_ready()),
+        "tiny pmap call (1 el. per device)": tiny_call_ms(
+            lambda: step(on_devices).block_until_ready()
+        ),
     }
 
 
@@ -76,23 +81,30 @@ def numpy_sum_ms(data: dict) -> float:
     return median_ms(add_blocks)
 
 
-def main() -> None:
+def measure() -> dict[str, dict[str, float]]:
+    """Each case's time in ms, per library (spmd, jax, numpy)."""
     data = inputs()
     ours = spmd_times(data)
     theirs = jax_times(data) or {}
-    numpy_ms = numpy_sum_ms(data)
+    rows = {name: {"spmd": ms} for name, ms in ours.items()}
+    for name, ms in theirs.items():
+        rows[name]["jax"] = ms
+    psum = next(name for name in rows if name.startswith("psum"))
+    rows[psum]["numpy"] = numpy_sum_ms(data)
+    return rows
+
+
+def print_rows(rows: dict[str, dict[str, float]]) -> None:
     print(
         f"{'':32} {'spmd ms':>10} {'JAX ms':>10} {'JAX/spmd':>9} {'NumPy ms':>9} {'spmd/NumPy':>10}"
     )
-    for name, mine in ours.items():
-        other = theirs.get(name)
+    for name, ms in rows.items():
+        mine, other = ms["spmd"], ms.get("jax")
         jax_text = f"{other:10.3f}" if other is not None else f"{'-':>10}"
         ratio = f"{other / mine:9.2f}" if other is not None else f"{'-':>9}"
-        psum = name.startswith("psum")
-        numpy_text = f"{numpy_ms:9.1f} {mine / numpy_ms:10.2f}" if psum else ""
+        numpy_text = f"{ms['numpy']:9.1f} {mine / ms['numpy']:10.2f}" if "numpy" in ms else ""
         print(f"{name:32} {mine:10.3f} {jax_text} {ratio} {numpy_text}")
-    print(f"cores: {len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else '?'}")
 
 
 if __name__ == "__main__":
-    main()
+    report(ARGS, __file__, measure, print_rows)
