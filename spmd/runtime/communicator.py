@@ -21,7 +21,7 @@ from typing import Protocol
 import numpy as np
 
 from spmd.errors import DistributedError
-from spmd.runtime.pool import parallel_map, worker_count
+from spmd.runtime.pool import INLINE_BYTES, parallel_map, worker_count
 from spmd.sharding.device import Device, process_index
 from spmd.sharding.layout import Layout
 from spmd.sharding.transfer import plan_builds
@@ -105,10 +105,11 @@ def _combined(members: Sequence[np.ndarray], combine: Callable, split: bool = Tr
         for m in flat[2:]:
             combine(target[rows], m[rows], out=target[rows])
 
-    if not split:
+    nbytes = result.nbytes * len(members)
+    if not split or nbytes < INLINE_BYTES:
         run(slice(None))
         return result
-    parallel_map(run, _chunks(target.size, worker_count()), result.nbytes * len(members))
+    parallel_map(run, _chunks(target.size, worker_count()), nbytes)
     return result
 
 

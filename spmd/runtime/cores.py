@@ -32,10 +32,16 @@ def core_count() -> int:
     launcher pinned each process to its own cores already."""
     if config.cpu_cores is not None:
         return config.cpu_cores
+    return _usable_cores(processes_on_this_host())
+
+
+@functools.cache
+def _usable_cores(processes_here: int) -> int:
+    """Asked once: the queries cost more than a small program's run."""
     usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     usable = usable or 1
     if usable == os.cpu_count():  # not pinned: the host's processes share every core
-        usable //= processes_on_this_host()
+        usable //= processes_here
     return max(1, usable)
 
 

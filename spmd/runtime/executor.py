@@ -277,7 +277,6 @@ def _call(step: Compute, index: int, reuse: int | None, last_use: dict[Var, int]
             if type(target) is np.ndarray and target.flags.writeable and target.ndim:
                 params = {**params, "out": target}
         out = fn(*values, **params)
-        del values
         for var, value in zip(step.outputs, out if multiple else (out,), strict=True):
             env[var][position] = value
         for var in dying:
@@ -299,17 +298,16 @@ def _run_segment(segment: list[tuple[Compute, Any]], env: dict, positions: tuple
     for step, _ in segment:
         for var in step.outputs:
             env[var] = {}
-    if nbytes < INLINE_BYTES or count == 1 or worker_count() == 1:
-        for position in positions:
-            _run_calls(segment, env, position)
-        return
 
     def side_by_side(steps: list) -> None:
         parallel_map(functools.partial(_run_calls, steps, env), positions, nbytes)
 
     if not any(_calls_blas(item) for item in segment):
-        side_by_side(segment)
-    elif wide_contractions(count):
+        side_by_side(segment)  # inline if there is too little to share out
+    elif nbytes < INLINE_BYTES:
+        for position in positions:
+            _run_calls(segment, env, position)
+    elif count == 1 or worker_count() == 1 or wide_contractions(count):
         with blas_threads(core_count()):
             for blas, run in itertools.groupby(segment, _calls_blas):
                 if not blas:

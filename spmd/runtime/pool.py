@@ -32,8 +32,10 @@ def _pool(workers: int) -> ThreadPoolExecutor:
 def parallel_map(fn: Callable[[T], R], items: Iterable[T], nbytes: int) -> list[R]:
     """``[fn(item) for item in items]``, on the pool when ``nbytes`` of work make it worth it."""
     items = list(items)
+    if nbytes < INLINE_BYTES or len(items) < 2:
+        return [fn(item) for item in items]
     workers = worker_count()
-    if nbytes < INLINE_BYTES or len(items) < 2 or workers < 2:
+    if workers < 2:
         return [fn(item) for item in items]
     if len(items) <= workers:
         return list(_pool(workers).map(fn, items))
