@@ -21,7 +21,8 @@ from typing import Protocol
 import numpy as np
 
 from spmd.errors import DistributedError
-from spmd.runtime.pool import INLINE_BYTES, parallel_map, worker_count
+from spmd.runtime.cores import core_count
+from spmd.runtime.pool import INLINE_BYTES, parallel_map
 from spmd.sharding.device import Device, process_index
 from spmd.sharding.layout import Layout
 from spmd.sharding.transfer import plan_builds
@@ -109,7 +110,7 @@ def _combined(members: Sequence[np.ndarray], combine: Callable, split: bool = Tr
     if not split or nbytes < INLINE_BYTES:
         run(slice(None))
         return result
-    parallel_map(run, _chunks(target.size, worker_count()), nbytes)
+    parallel_map(run, _chunks(target.size, core_count()), nbytes)
     return result
 
 
@@ -267,7 +268,7 @@ class Communicator:
                 built[device] = np.empty(shape, dtype)
                 jobs.append((built[device], copies))
 
-        if len(jobs) < worker_count():  # too few blocks to go round: copy piece by piece
+        if len(jobs) < core_count():  # too few blocks to go round: copy piece by piece
             jobs = [(target, [c]) for target, copies in jobs for c in copies]
 
         def run(job) -> None:

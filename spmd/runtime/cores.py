@@ -3,8 +3,8 @@
 A process's virtual devices share its cores. Elementwise work runs one task per device on
 the thread pool. Contractions call BLAS, which has threads of its own, and OpenBLAS runs
 one multi-threaded call at a time: concurrent calls that each ask for several threads take
-turns. So BLAS calls either run side by side on one thread each ("narrow"), or one after
-another on every core ("wide", when there are at least two cores per device); never two
+turns. So BLAS calls either run side by side on one thread each, or one after another on
+every core (with at least two cores per device, or one device or one core); never two
 multi-threaded calls at once, and never more threads than cores.
 
 ``watch_blas`` lets a test see every BLAS call the executor makes, with the threads it was
@@ -45,10 +45,12 @@ def _usable_cores(processes_here: int) -> int:
     return max(1, usable)
 
 
-def wide_contractions(devices: int) -> bool:
+def contractions_one_at_a_time(devices: int) -> bool:
     """Whether contractions for ``devices`` devices run one device at a time on every core
-    (rather than side by side on one thread each)."""
-    return core_count() >= 2 * devices
+    (rather than side by side on one thread each): with one device, one core, or at least
+    two cores per device."""
+    cores = core_count()
+    return devices == 1 or cores == 1 or cores >= 2 * devices
 
 
 @functools.cache

@@ -26,9 +26,9 @@ from spmd.core.program import Literal, Var
 from spmd.runtime.array import Array
 from spmd.runtime.collectives import run_collective
 from spmd.runtime.communicator import Communicator, communicator_for
-from spmd.runtime.cores import blas_threads, core_count, observed, wide_contractions
+from spmd.runtime.cores import blas_threads, contractions_one_at_a_time, core_count, observed
 from spmd.runtime.counting import record
-from spmd.runtime.pool import INLINE_BYTES, parallel_map, worker_count
+from spmd.runtime.pool import INLINE_BYTES, parallel_map
 from spmd.sharding.device import process_index
 from spmd.sharding.device_program import (
     COLLECTIVE_KINDS,
@@ -307,7 +307,7 @@ def _run_segment(segment: list[tuple[Compute, Any]], env: dict, positions: tuple
     elif nbytes < INLINE_BYTES:
         for position in positions:
             _run_calls(segment, env, position)
-    elif count == 1 or worker_count() == 1 or wide_contractions(count):
+    elif contractions_one_at_a_time(count):
         with blas_threads(core_count()):
             for blas, run in itertools.groupby(segment, _calls_blas):
                 if not blas:

@@ -19,11 +19,6 @@ R = TypeVar("R")
 INLINE_BYTES = 1 << 20  # below this much data, a thread hand-off costs more than it saves
 
 
-def worker_count() -> int:
-    """How many tasks run at once: one per core."""
-    return core_count()
-
-
 @functools.cache
 def _pool(workers: int) -> ThreadPoolExecutor:
     return ThreadPoolExecutor(max_workers=workers, thread_name_prefix="spmd-device")
@@ -34,7 +29,7 @@ def parallel_map(fn: Callable[[T], R], items: Iterable[T], nbytes: int) -> list[
     items = list(items)
     if nbytes < INLINE_BYTES or len(items) < 2:
         return [fn(item) for item in items]
-    workers = worker_count()
+    workers = core_count()  # one task per core at once
     if workers < 2:
         return [fn(item) for item in items]
     if len(items) <= workers:
