@@ -13,6 +13,7 @@ from spmd.errors import (
     SpmdOverflowError,
     SpmdTypeError,
     SpmdValueError,
+    TaskError,
 )
 from spmd.prims.indexing import SpmdIndexError
 from spmd.runtime import eager as _eager
@@ -46,6 +47,7 @@ from spmd.transforms.jit import jit, make_jaxpr
 from spmd.transforms.pmap import pmap
 from spmd.transforms.shard_map import shard_map, smap
 from spmd.transforms.shards import num_shards, pmap_shards, shard, stack
+from spmd.transforms.tasks import run_tasks, shard_tasks
 
 __version__ = "0.1.0"
 
@@ -75,6 +77,7 @@ __all__ = [
     "SpmdOverflowError",
     "SpmdTypeError",
     "SpmdValueError",
+    "TaskError",
     "TracerBoolConversionError",
     "UnexpectedTracerError",
     "config",
@@ -101,8 +104,10 @@ __all__ = [
     "process_count",
     "process_index",
     "random",
+    "run_tasks",
     "shard",
     "shard_map",
+    "shard_tasks",
     "sharding",
     "smap",
     "stack",

@@ -43,6 +43,20 @@ class SpmdOverflowError(SpmdError, OverflowError):
     """A Python integer does not fit the integer dtype it meets (NumPy 2's rule)."""
 
 
+class TaskError(SpmdError, RuntimeError):
+    """A task from ``shard_tasks`` failed; ``original`` is what it raised, ``index`` and
+    ``block`` say which task."""
+
+    def __init__(self, message: str, index: int, block, original: BaseException) -> None:
+        super().__init__(message)
+        self.index = index
+        self.block = block
+        self.original = original
+
+    def __reduce__(self):
+        return type(self), (self.args[0], self.index, self.block, self.original)
+
+
 _DTYPE_SHORT = {
     "bool": "bool",
     "int8": "i8",

@@ -41,13 +41,30 @@ class Rules:
     transpose: Callable[..., Any] | None = None
 
 
+_BY_NAME: dict[str, Primitive] = {}
+
+
+def primitive_named(name: str) -> Primitive:
+    """The primitive called ``name`` (how a pickled Program finds its primitives again)."""
+    return _BY_NAME[name]
+
+
 class Primitive:
-    """A named operation; ``bind`` hands it to whichever trace is current."""
+    """A named operation; ``bind`` hands it to whichever trace is current.
+
+    Names are unique: a Program pickles each primitive as its name.
+    """
 
     def __init__(self, name: str, rules: Rules, multiple_results: bool = False) -> None:
+        if name in _BY_NAME:
+            raise ValueError(f"internal error: two primitives are called {name!r}")
         self.name = name
         self.rules = rules
         self.multiple_results = multiple_results
+        _BY_NAME[name] = self
+
+    def __reduce__(self):
+        return primitive_named, (self.name,)
 
     def bind(self, *args: Any, **params: Any) -> Any:
         from spmd.core.trace import current_trace

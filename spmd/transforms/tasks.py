@@ -1,0 +1,265 @@
+"""The sharding compiler: ``shard_tasks`` splits a program into independent per-block tasks.
+
+After Elixir Nx's sharding compiler: trace the function, tie every dimension of every value
+into classes by the same factor rules jit propagates shardings with (spmd/sharding/
+slicing.py), cut the classes the slicing asks for, and emit one task per block of the
+results. A task reads exactly the argument slices its block needs, computes with the program
+rewritten for those shapes, and writes its block into the output holder. Tasks are plain
+data, so ``run_tasks`` may hand them to threads, processes or a Dask cluster.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import itertools
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from spmd.core.aval import host_array, python_scalar_aval
+from spmd.core.program import Program, Var
+from spmd.core.trace import ProgramTrace, aval_of, tracing
+from spmd.errors import ShardingError, SpmdTypeError, TaskError
+from spmd.sharding.slicing import Classes, dimension_classes
+from spmd.transforms.task_program import (
+    BlockWriter,
+    Bounds,
+    TaskFunction,
+    block_program,
+    needed_equations,
+    without_annotations,
+)
+from spmd.transforms.task_slicing import read_slicing
+from spmd.tree_util import tree_flatten, tree_unflatten
+
+_SCALARS = (bool, int, float, complex)
+
+
+class Task(NamedTuple):
+    """One block: ``write(fun(*args), holder)`` puts it into the output holder."""
+
+    args: tuple
+    fun: TaskFunction
+    write: BlockWriter
+
+    @property
+    def block(self) -> tuple[tuple[int, Bounds], ...]:
+        """(output leaf, bounds) of every output block the task writes."""
+        return tuple(zip(self.write.leaves, self.write.blocks, strict=True))
+
+
+class TaskList(list):
+    """The tasks of ``shard_tasks``, with ``explain()``: what each reads and writes, and
+    why each argument axis is cut or kept whole."""
+
+    def __init__(self, tasks: list[Task], name: str, in_avals: list, cuts: list, axes: list):
+        super().__init__(tasks)
+        self.name = name
+        self.in_avals = in_avals
+        self.cuts = cuts  # per argument: {axis: its (start, stop) pieces} for the axes cut
+        self.axes = axes  # per argument, per axis: how it is cut, or why it is whole
+
+    def explain(self) -> str:
+        lines = [f"shard_tasks({self.name}): {len(self)} task(s)"]
+        for i, (aval, axes) in enumerate(zip(self.in_avals, self.axes, strict=True)):
+            lines.append(f"  argument {i} {aval}:")
+            lines.extend(f"    axis {d}: {text}" for d, text in enumerate(axes))
+        total = 0
+        for k, task in enumerate(self):
+            reads = []
+            for index, bounds in task.fun.reads:
+                nbytes = _nbytes(bounds, self.in_avals[index].dtype)
+                total += nbytes
+                reads.append(f"argument {index}[{_text(bounds)}] {nbytes} B")
+            writes = ", ".join(f"output {leaf}[{_text(b)}]" for leaf, b in task.block)
+            lines.append(f"task {k}: {writes} <- {', '.join(reads) or 'no argument'}")
+        size = sum(a.size * a.dtype.itemsize for a in self.in_avals)
+        ratio = f", {total / size:.2f}x" if size else ""
+        lines.append(f"reads {total} B in all{ratio} the arguments' {size} B")
+        return "\n".join(lines)
+
+
+def shard_tasks(fun: Callable, args: Sequence, slicing: Sequence | None = None):
+    """Split ``fun(*args)`` into independent tasks, one per block of its results.
+
+    ``slicing`` has one entry per argument: None (cut every axis as finely as the program
+    allows), ``{axis: n}`` (n nearly equal parts) or ``{axis: [(start, stop), ...]}``.
+    Returns ``(output_holder, tasks)``: NumPy arrays shaped as the results, and a TaskList
+    of ``(task_args, task_fun, write)``; folding ``write(task_fun(*task_args), holder)``
+    over the tasks, in any order and anywhere, fills the holder with ``fun(*args)``.
+
+    Example: ``holder, tasks = spmd.shard_tasks(f, (x, y), [{0: 4}, None])``, then
+    ``spmd.run_tasks(holder, tasks, executor)``.
+    """
+    name = getattr(fun, "__name__", type(fun).__name__)
+    if isinstance(args, (np.ndarray, *_SCALARS)) or not isinstance(args, Sequence):
+        raise SpmdTypeError(
+            f"shard_tasks({name}): args must be a tuple or list of the arguments, got "
+            f"{type(args).__name__}; write shard_tasks(f, (x,)) for one argument."
+        )
+    values = [_argument(name, i, x) for i, x in enumerate(args)]
+    program, out_tree = _trace(fun, values)
+    _check_single_device(name, program)
+    classes = dimension_classes(program)
+    cuts, asked = read_slicing(name, program, classes, slicing)
+    tasks = []
+    for outputs in _groups(program, classes, cuts):
+        tasks.extend(_group_tasks(name, program, classes, cuts, outputs, values))
+    holder = tree_unflatten(out_tree, [np.empty(a.shape, a.dtype) for a in program.out_avals])
+    axes = [
+        [_axis_text(classes, cuts, asked, var, d) for d in range(var.aval.ndim)]
+        for var in program.invars
+    ]
+    cut = [
+        {
+            d: tuple((a * unit, b * unit) for a, b in cuts[cls])
+            for d in range(var.aval.ndim)
+            if (cls := classes.class_of[(var, d)]) in cuts and (unit := classes.unit[(var, d)])
+        }
+        for var in program.invars
+    ]
+    in_avals = [v.aval for v in program.invars]
+    return holder, TaskList(tasks, name, in_avals, cut, axes)
+
+
+def run_tasks(holder, tasks: Sequence[Task], executor: Any = None):
+    """Run ``tasks`` and write their blocks into ``holder``; return it.
+
+    ``executor``: None runs them here, one after another; otherwise anything with
+    ``submit(fn, *args)`` returning a ``concurrent.futures.Future``: a ThreadPoolExecutor, a
+    ProcessPoolExecutor, or a Dask distributed ``client.get_executor()``. Blocks are written
+    as tasks finish. A failing task raises TaskError naming its block, from its exception.
+    """
+    if executor is None:
+        for index, task in enumerate(tasks):
+            try:
+                result = task.fun(*task.args)
+            except Exception as error:
+                raise _failed(index, task, error) from error
+            holder = task.write(result, holder)
+        return holder
+    futures = {executor.submit(task.fun, *task.args): k for k, task in enumerate(tasks)}
+    try:
+        for future in concurrent.futures.as_completed(futures):
+            index = futures[future]
+            error = future.exception()
+            if error is not None:
+                raise _failed(index, tasks[index], error) from error
+            holder = tasks[index].write(future.result(), holder)
+    finally:
+        for future in futures:
+            future.cancel()
+    return holder
+
+
+def _failed(index: int, task: Task, error: BaseException) -> TaskError:
+    where = ", ".join(f"output {leaf}[{_text(b)}]" for leaf, b in task.block)
+    return TaskError(
+        f"task {index} ({where}) failed: {type(error).__name__}: {error}",
+        index,
+        task.block,
+        error,
+    )
+
+
+def _argument(name: str, i: int, x: Any) -> Any:
+    if type(x) in _SCALARS:
+        return x
+    return host_array(x, f"shard_tasks({name}): args[{i}]")
+
+
+def _trace(fun: Callable, values: list) -> tuple[Program, Any]:
+    trace = ProgramTrace()
+    avals = [python_scalar_aval(x) if type(x) in _SCALARS else aval_of(x) for x in values]
+    tracers = [trace.new_arg(aval) for aval in avals]
+    with tracing(trace):
+        out = fun(*tracers)
+    leaves, out_tree = tree_flatten(out)
+    program = trace.finish([t.node for t in tracers], leaves)
+    return without_annotations(program), out_tree
+
+
+def _check_single_device(name: str, program: Program) -> None:
+    for eqn in program.equations:
+        if eqn.primitive.rules.per_device is not None or eqn.primitive.rules.varying is not None:
+            raise ShardingError(
+                f"shard_tasks({name}): the program calls {eqn.primitive.name}, which runs on "
+                f"a mesh of devices; a task runs on one. Give shard_tasks the per-device "
+                f"function instead, or run this one with jit."
+            )
+
+
+def _groups(program: Program, classes: Classes, cuts: dict) -> list[list[int]]:
+    """Output indices grouped by the cut classes they span: one task per block of each."""
+    groups: dict[tuple[int, ...], list[int]] = {}
+    for k, atom in enumerate(program.outvars):
+        dims = range(atom.aval.ndim) if isinstance(atom, Var) else ()
+        key = tuple(sorted({c for d in dims if (c := classes.class_of[(atom, d)]) in cuts}))
+        groups.setdefault(key, []).append(k)
+    return list(groups.values())
+
+
+def _group_tasks(name, program, classes, cuts, outputs: list[int], values: list) -> list[Task]:
+    outvars = [program.outvars[k] for k in outputs]
+    equations = needed_equations(program, outvars)
+    key = sorted(
+        {c for a in outvars if isinstance(a, Var) for d in range(a.aval.ndim)
+         if (c := classes.class_of[(a, d)]) in cuts}
+    )  # fmt: skip
+    tasks = []
+    for pieces in itertools.product(*(cuts[c] for c in key)):
+        block = dict(zip(key, pieces, strict=True))
+
+        def bounds_of(var: Var, block: dict[int, tuple[int, int]] = block) -> Bounds:
+            return _bounds(classes, cuts, block, var)
+
+        local, used = block_program(program, equations, outvars, bounds_of)
+        reads = tuple((i, bounds_of(program.invars[i])) for i in used)
+        label = f"{name} task {len(tasks)}"
+        task_args = tuple(_slice(values[i], bounds) for i, bounds in reads)
+        writer = BlockWriter(
+            tuple(outputs),
+            tuple(bounds_of(a) if isinstance(a, Var) else () for a in outvars),
+        )
+        tasks.append(Task(task_args, TaskFunction(local, reads, label), writer))
+    return tasks
+
+
+def _bounds(classes: Classes, cuts: dict, block: dict, var: Var) -> Bounds:
+    bounds = []
+    for d, size in enumerate(var.aval.shape):
+        cls = classes.class_of[(var, d)]
+        if cls not in cuts:
+            bounds.append((0, size))
+        elif cls in block:
+            unit = classes.unit[(var, d)]
+            start, stop = block[cls]
+            bounds.append((start * unit, stop * unit))
+        else:
+            raise RuntimeError(f"internal error: a block of class {cls} reaches no result")
+    return tuple(bounds)
+
+
+def _slice(value: Any, bounds: Bounds) -> Any:
+    if not bounds:
+        return value
+    return value[tuple(slice(a, b) for a, b in bounds)]
+
+
+def _axis_text(classes: Classes, cuts: dict, asked: dict, var: Var, d: int) -> str:
+    cls = classes.class_of[(var, d)]
+    if cls in cuts:
+        return f"cut in {len(cuts[cls])} ({asked[cls]})"
+    why = classes.why_whole(var, d)
+    if why is None:
+        return f"whole ({asked.get(cls, 'slicing leaves it whole')})"
+    return f"whole: {why}"
+
+
+def _nbytes(bounds: Bounds, dtype: np.dtype) -> int:
+    return int(np.prod([b - a for a, b in bounds], dtype=np.int64)) * dtype.itemsize
+
+
+def _text(bounds: Bounds) -> str:
+    return ", ".join(f"{a}:{b}" for a, b in bounds)
