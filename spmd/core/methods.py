@@ -132,7 +132,7 @@ class ArrayMethods:
 
     def __array_function__(self, func, types, args, kwargs):
         fn = getattr(_snp(), func.__name__, None)
-        if fn is None:
+        if not callable(fn):  # missing, or a submodule's name (spmd.numpy.shape)
             return self._unsupported(f"numpy.{func.__name__}", func, args, kwargs)
         return fn(*args, **kwargs)
 

@@ -73,7 +73,7 @@ def block_program(
     used.update(a for a in outvars if isinstance(a, Var))
     constvars = [v for v in program.constvars if v in used]
     consts = [
-        np.asarray(c)[_slices(bounds_of(v))] if np.ndim(c) else c
+        np.asarray(c)[_slices(bounds_of(v))]
         for v, c in zip(program.constvars, program.consts, strict=True)
         if v in used
     ]

@@ -111,8 +111,8 @@ def _pieces(name: str, i: int, d: int, var: Var, how: Any, classes: Classes) -> 
     if why is not None:
         raise ShardingError(
             f"{where}: cannot cut argument {i} ({var.aval}) along axis {d}: {why}, so its "
-            f"slices would not compute independent blocks. Leave axis {d} whole (leave it out of the "
-            f"dict), or cut an axis the results keep."
+            f"slices would not compute independent blocks. Leave axis {d} whole (leave it "
+            f"out of the dict), or cut an axis the results keep."
         )
     if count is not None:
         ranges = _parts(where, count, unit, grains)

@@ -104,8 +104,8 @@ def shard_tasks(fun: Callable, args: Sequence, slicing: Sequence | None = None):
     classes = dimension_classes(program)
     cuts, asked = read_slicing(name, program, classes, slicing)
     tasks = []
-    for outputs in _groups(program, classes, cuts):
-        tasks.extend(_group_tasks(name, program, classes, cuts, outputs, values))
+    for group in _groups(program, classes, cuts):
+        tasks.extend(_group_tasks(name, program, classes, cuts, group, values))
     holder = tree_unflatten(out_tree, [np.empty(a.shape, a.dtype) for a in program.out_avals])
     axes = [
         [_axis_text(classes, cuts, asked, var, d) for d in range(var.aval.ndim)]
@@ -113,9 +113,9 @@ def shard_tasks(fun: Callable, args: Sequence, slicing: Sequence | None = None):
     ]
     cut = [
         {
-            d: tuple((a * unit, b * unit) for a, b in cuts[cls])
+            d: _elements(cuts[classes.class_of[(var, d)]], classes.unit[(var, d)])
             for d in range(var.aval.ndim)
-            if (cls := classes.class_of[(var, d)]) in cuts and (unit := classes.unit[(var, d)])
+            if classes.class_of[(var, d)] in cuts
         }
         for var in program.invars
     ]
@@ -190,23 +190,23 @@ def _check_single_device(name: str, program: Program) -> None:
             )
 
 
-def _groups(program: Program, classes: Classes, cuts: dict) -> list[list[int]]:
-    """Output indices grouped by the cut classes they span: one task per block of each."""
-    groups: dict[tuple[int, ...], list[int]] = {}
+def _groups(program: Program, classes: Classes, cuts: dict) -> list[tuple[list[int], list[int]]]:
+    """Outputs grouped by the cut classes they span, each group with those classes in the
+    order the outputs' dimensions meet them: one task per block of each group, row-major."""
+    groups: dict[frozenset[int], tuple[list[int], list[int]]] = {}
     for k, atom in enumerate(program.outvars):
         dims = range(atom.aval.ndim) if isinstance(atom, Var) else ()
-        key = tuple(sorted({c for d in dims if (c := classes.class_of[(atom, d)]) in cuts}))
-        groups.setdefault(key, []).append(k)
+        spanned = [c for d in dims if (c := classes.class_of[(atom, d)]) in cuts]
+        outputs, order = groups.setdefault(frozenset(spanned), ([], []))
+        outputs.append(k)
+        order.extend(c for c in spanned if c not in order)
     return list(groups.values())
 
 
-def _group_tasks(name, program, classes, cuts, outputs: list[int], values: list) -> list[Task]:
+def _group_tasks(name, program, classes, cuts, group, values: list) -> list[Task]:
+    outputs, key = group
     outvars = [program.outvars[k] for k in outputs]
     equations = needed_equations(program, outvars)
-    key = sorted(
-        {c for a in outvars if isinstance(a, Var) for d in range(a.aval.ndim)
-         if (c := classes.class_of[(a, d)]) in cuts}
-    )  # fmt: skip
     tasks = []
     for pieces in itertools.product(*(cuts[c] for c in key)):
         block = dict(zip(key, pieces, strict=True))
@@ -233,12 +233,14 @@ def _bounds(classes: Classes, cuts: dict, block: dict, var: Var) -> Bounds:
         if cls not in cuts:
             bounds.append((0, size))
         elif cls in block:
-            unit = classes.unit[(var, d)]
-            start, stop = block[cls]
-            bounds.append((start * unit, stop * unit))
+            bounds.extend(_elements([block[cls]], classes.unit[(var, d)]))
         else:
             raise RuntimeError(f"internal error: a block of class {cls} reaches no result")
     return tuple(bounds)
+
+
+def _elements(pieces, unit: int) -> tuple[tuple[int, int], ...]:
+    return tuple((start * unit, stop * unit) for start, stop in pieces)
 
 
 def _slice(value: Any, bounds: Bounds) -> Any:
