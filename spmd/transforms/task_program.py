@@ -1,7 +1,7 @@
 """One block's task: the program rewritten for the block's shapes, and where its results go.
 
 A task is plain data. ``TaskFunction`` holds a Program (primitives pickle by name) and
-compiles it on its first call, wherever that happens; ``BlockWriter`` holds the output blocks
+interprets it wherever it is called; ``BlockWriter`` holds the output blocks
 as bounds. Neither closes over the caller's function, so both pickle with the standard
 library and run in another process or on another machine.
 """
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from spmd.core.aval import ShapedArray
-from spmd.core.interpret import compile_program
+from spmd.core.interpret import eval_program
 from spmd.core.program import Equation, Literal, Program, Var
 from spmd.errors import ShapeError
 from spmd.prims.constraint import inspect_sharding_p, sharding_constraint_p
@@ -106,19 +106,15 @@ def _slices(bounds: Bounds) -> tuple[slice, ...]:
 
 class TaskFunction:
     """Computes one block: ``task_fun(*task_args)`` returns the block of each output it
-    writes (one array, or a tuple of them). It reads ``reads``: (argument index, bounds)."""
+    writes (one array, or a tuple of them). It reads ``reads``: (argument index, bounds).
+
+    The program is interpreted, not compiled: a task runs once, on blocks large enough
+    that a compilation would cost more than it saves."""
 
     def __init__(self, program: Program, reads: tuple[tuple[int, Bounds], ...], name: str):
         self.program = program
         self.reads = reads
         self.name = name
-        self._run = None
-
-    def __getstate__(self) -> dict:
-        return {"program": self.program, "reads": self.reads, "name": self.name}
-
-    def __setstate__(self, state: dict) -> None:
-        self.__dict__.update(state, _run=None)
 
     def __repr__(self) -> str:
         return f"TaskFunction({self.name})"
@@ -135,9 +131,7 @@ class TaskFunction:
                     f"{self.name}: the slice of argument {index} has shape {np.shape(arg)}, "
                     f"but this task reads [{_text(bounds)}], of shape {var.aval.shape}."
                 )
-        if self._run is None:
-            self._run = compile_program(self.program)
-        out = self._run(*self.program.consts, *args)
+        out = eval_program(self.program, self.program.consts, args)
         return out[0] if len(out) == 1 else tuple(out)
 
 

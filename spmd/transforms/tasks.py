@@ -21,6 +21,7 @@ from spmd.core.aval import host_array, python_scalar_aval
 from spmd.core.program import Program, Var
 from spmd.core.trace import ProgramTrace, aval_of, tracing
 from spmd.errors import ShardingError, SpmdTypeError, TaskError
+from spmd.sharding.reshard import format_bytes
 from spmd.sharding.slicing import Classes, dimension_classes
 from spmd.transforms.task_program import (
     BlockWriter,
@@ -71,12 +72,14 @@ class TaskList(list):
             for index, bounds in task.fun.reads:
                 nbytes = _nbytes(bounds, self.in_avals[index].dtype)
                 total += nbytes
-                reads.append(f"argument {index}[{_text(bounds)}] {nbytes} B")
+                reads.append(f"argument {index}[{_text(bounds)}] {format_bytes(nbytes)}")
             writes = ", ".join(f"output {leaf}[{_text(b)}]" for leaf, b in task.block)
             lines.append(f"task {k}: {writes} <- {', '.join(reads) or 'no argument'}")
         size = sum(a.size * a.dtype.itemsize for a in self.in_avals)
         ratio = f", {total / size:.2f}x" if size else ""
-        lines.append(f"reads {total} B in all{ratio} the arguments' {size} B")
+        lines.append(
+            f"reads {format_bytes(total)} in all{ratio} the arguments' {format_bytes(size)}"
+        )
         return "\n".join(lines)
 
 
@@ -207,13 +210,10 @@ def _group_tasks(name, program, classes, cuts, group, values: list) -> list[Task
     outputs, key = group
     outvars = [program.outvars[k] for k in outputs]
     equations = needed_equations(program, outvars)
+    bounds_of = _BlockBounds(classes, cuts, key)
     tasks = []
     for pieces in itertools.product(*(cuts[c] for c in key)):
-        block = dict(zip(key, pieces, strict=True))
-
-        def bounds_of(var: Var, block: dict[int, tuple[int, int]] = block) -> Bounds:
-            return _bounds(classes, cuts, block, var)
-
+        bounds_of.start_block(pieces)
         local, used = block_program(program, equations, outvars, bounds_of)
         reads = tuple((i, bounds_of(program.invars[i])) for i in used)
         label = f"{name} task {len(tasks)}"
@@ -226,17 +226,34 @@ def _group_tasks(name, program, classes, cuts, group, values: list) -> list[Task
     return tasks
 
 
-def _bounds(classes: Classes, cuts: dict, block: dict, var: Var) -> Bounds:
-    bounds = []
-    for d, size in enumerate(var.aval.shape):
-        cls = classes.class_of[(var, d)]
-        if cls not in cuts:
-            bounds.append((0, size))
-        elif cls in block:
-            bounds.extend(_elements([block[cls]], classes.unit[(var, d)]))
-        else:
+class _BlockBounds:
+    """``bounds_of(var)``: the bounds of ``var``'s block in the current block of the group's
+    classes ``key`` (each dimension of an uncut class whole)."""
+
+    def __init__(self, classes: Classes, cuts: dict, key: list[int]) -> None:
+        self.classes, self.cuts, self.key = classes, cuts, key
+        self.dims: dict[Var, list[tuple[int, int, int]]] = {}  # (position in key, unit, size)
+        self.block: tuple = ()
+
+    def start_block(self, pieces: tuple) -> None:
+        self.block = pieces
+
+    def __call__(self, var: Var) -> Bounds:
+        dims = self.dims.get(var)
+        if dims is None:
+            dims = self.dims[var] = [self._dim(var, d) for d in range(var.aval.ndim)]
+        return tuple(
+            (0, size) if k < 0 else (self.block[k][0] * unit, self.block[k][1] * unit)
+            for k, unit, size in dims
+        )
+
+    def _dim(self, var: Var, d: int) -> tuple[int, int, int]:
+        cls, size = self.classes.class_of[(var, d)], var.aval.shape[d]
+        if cls not in self.cuts:
+            return -1, 1, size
+        if cls not in self.key:
             raise RuntimeError(f"internal error: a block of class {cls} reaches no result")
-    return tuple(bounds)
+        return self.key.index(cls), self.classes.unit[(var, d)], size
 
 
 def _elements(pieces, unit: int) -> tuple[tuple[int, int], ...]:
