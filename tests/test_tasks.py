@@ -359,3 +359,59 @@ def test_run_tasks_on_a_dask_cluster_of_two_worker_processes():
         holder, tasks = spmd.shard_tasks(nx_fun, (left, right), [None, {4: 2}])
         result = spmd.run_tasks(holder, tasks, client.get_executor())
         np.testing.assert_array_equal(result, nx_fun(left, right, np))
+
+
+def test_a_task_writes_its_chain_into_its_own_intermediates_never_its_arguments():
+    from spmd.core.interpret import buffer_reuse
+
+    x = np.linspace(-2, 2, 48).reshape(6, 8)
+    before = x.copy()
+
+    def chain(x):
+        return snp.sin(x * 2 + 1) * 3 - x
+
+    holder, tasks = spmd.shard_tasks(chain, (x,), [{0: 3}])
+    program = tasks[0].fun.program
+    last_use, reuse = buffer_reuse(program)
+    assert sorted(reuse) == [1, 2, 3, 4]  # each step after x * 2 writes into its operand
+    for index, k in reuse.items():
+        operand = program.equations[index].inputs[k]
+        assert operand not in program.invars and last_use[operand] == index
+    np.testing.assert_allclose(spmd.run_tasks(holder, tasks), np.sin(x * 2 + 1) * 3 - x)
+    np.testing.assert_array_equal(x, before)
+
+
+class RecordingProcessPool(ProcessPoolExecutor):
+    def __init__(self, workers: int) -> None:
+        super().__init__(workers, mp_context=multiprocessing.get_context("spawn"))
+        self.submitted = []
+
+    def submit(self, fn, /, *args, **kwargs):
+        self.submitted.append(fn)
+        return super().submit(fn, *args, **kwargs)
+
+
+def test_tasks_on_a_pool_of_this_host_share_its_cores_among_the_workers(monkeypatch):
+    from spmd.transforms import tasks as tasks_module
+
+    limits = []
+    real = tasks_module.blas_threads
+
+    def recording(threads):
+        limits.append(threads)
+        return real(threads)
+
+    monkeypatch.setattr(tasks_module, "blas_threads", recording)
+    spmd.config.update("cpu_cores", 6)
+    try:
+        x, w = mlp_inputs()
+        holder, tasks = spmd.shard_tasks(mlp, (x, w), [{0: 4}, {}])
+        with ThreadPoolExecutor(2) as pool:
+            spmd.run_tasks(holder, tasks, pool)
+        assert limits == [3]  # one process-wide limit around the threads
+        with RecordingProcessPool(3) as pool:
+            result = spmd.run_tasks(holder, tasks, pool)
+        assert [(type(f).__name__, f.threads) for f in pool.submitted] == [("BlasLimited", 2)] * 4
+        np.testing.assert_allclose(result, np.tanh(x @ w) * 2 + 1)
+    finally:
+        spmd.config.update("cpu_cores", None)

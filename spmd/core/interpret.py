@@ -7,26 +7,71 @@ from typing import Any
 
 import numpy as np
 
-from spmd.core.program import Literal, Program
+from spmd.core.program import Literal, Program, Var
 
 
 def eval_program(program: Program, consts: Sequence[Any], args: Sequence[Any], xp=np) -> list:
     """Run ``program`` on ``consts`` and ``args`` with the array namespace ``xp``.
 
-    Python scalars stay Python scalars, so NumPy gives them its weak (NEP 50) promotion.
+    Each value is let go at its last use, and an elementwise equation writes its result into
+    an operand that dies there when ``buffer_reuse`` allows it, so that a chain of steps
+    holds two arrays at a time, not one per step. Python scalars stay Python scalars, so
+    NumPy gives them its weak (NEP 50) promotion.
     """
     env: dict = {}
     env.update(zip(program.constvars, consts, strict=True))
     env.update(zip(program.invars, args, strict=True))
+    last_use, reuse = buffer_reuse(program)
 
     def read(atom):
         return atom.value if isinstance(atom, Literal) else env[atom]
 
-    for eqn in program.equations:
-        out = eqn.primitive.rules.impl(xp, *map(read, eqn.inputs), **eqn.params)
+    for index, eqn in enumerate(program.equations):
+        inputs = [read(a) for a in eqn.inputs]
+        if index in reuse:
+            out = eqn.primitive.rules.impl(xp, *inputs, out=inputs[reuse[index]], **eqn.params)
+        else:
+            out = eqn.primitive.rules.impl(xp, *inputs, **eqn.params)
         outs = out if eqn.primitive.multiple_results else (out,)
         env.update(zip(eqn.outputs, outs, strict=True))
+        for atom in eqn.inputs:
+            if isinstance(atom, Var) and last_use.get(atom) == index:
+                env.pop(atom, None)
     return [read(atom) for atom in program.outvars]
+
+
+def buffer_reuse(program: Program) -> tuple[dict[Var, int], dict[int, int]]:
+    """Each value's last use (an equation index; the program's results are never let go),
+    and, per equation index, the operand whose buffer it may write its result into: a value
+    an elementwise equation made (a fresh array that nothing else views), dying there, with
+    the result's shape and dtype (and at least one dimension)."""
+    last_use: dict[Var, int] = {}
+    for index, eqn in enumerate(program.equations):
+        last_use.update((a, index) for a in eqn.inputs if isinstance(a, Var))
+    for atom in program.outvars:
+        last_use.pop(atom, None)
+    fresh: set[Var] = set()
+    viewed: set[Var] = set()
+    for eqn in program.equations:
+        if eqn.primitive.rules.writes_into:
+            fresh.update(eqn.outputs)
+        else:
+            viewed.update(a for a in eqn.inputs if isinstance(a, Var))
+    reuse = {}
+    for index, eqn in enumerate(program.equations):
+        result = eqn.outputs[0].aval if len(eqn.outputs) == 1 else None
+        if not eqn.primitive.rules.writes_into or result is None or not result.ndim:
+            continue  # NumPy gives scalars, not arrays, for 0-d results
+        for k, atom in enumerate(eqn.inputs):
+            if (
+                atom in fresh
+                and atom not in viewed
+                and last_use.get(atom) == index
+                and (atom.aval.shape, atom.aval.dtype) == (result.shape, result.dtype)
+            ):
+                reuse[index] = k
+                break
+    return last_use, reuse
 
 
 def compile_program(program: Program, xp=np) -> Callable[..., list]:

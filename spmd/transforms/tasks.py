@@ -21,6 +21,7 @@ from spmd.core.aval import host_array, python_scalar_aval
 from spmd.core.program import Program, Var
 from spmd.core.trace import ProgramTrace, aval_of, tracing
 from spmd.errors import ShardingError, SpmdTypeError, TaskError
+from spmd.runtime.cores import blas_threads, core_count
 from spmd.sharding.reshard import format_bytes
 from spmd.sharding.slicing import Classes, dimension_classes
 from spmd.transforms.task_program import (
@@ -132,7 +133,10 @@ def run_tasks(holder, tasks: Sequence[Task], executor: Any = None):
     ``executor``: None runs them here, one after another; otherwise anything with
     ``submit(fn, *args)`` returning a ``concurrent.futures.Future``: a ThreadPoolExecutor, a
     ProcessPoolExecutor, or a Dask distributed ``client.get_executor()``. Blocks are written
-    as tasks finish. A failing task raises TaskError naming its block, from its exception.
+    as tasks finish. On a thread or process pool of this host, each task's BLAS calls get
+    the pool's share of the cores, so that tasks running at once do not oversubscribe them
+    (Dask's workers hold BLAS to one thread themselves). A failing task raises TaskError
+    naming its block, from its exception.
     """
     if executor is None:
         for index, task in enumerate(tasks):
@@ -142,7 +146,17 @@ def run_tasks(holder, tasks: Sequence[Task], executor: Any = None):
                 raise _failed(index, task, error) from error
             holder = task.write(result, holder)
         return holder
-    futures = {executor.submit(task.fun, *task.args): k for k, task in enumerate(tasks)}
+    share = _blas_share(executor)
+    if isinstance(executor, concurrent.futures.ThreadPoolExecutor):
+        with blas_threads(share):  # one limit for the whole process, its threads included
+            return _run_on(executor, holder, tasks, lambda fun: fun)
+    if share is not None:
+        return _run_on(executor, holder, tasks, lambda fun: BlasLimited(fun, share))
+    return _run_on(executor, holder, tasks, lambda fun: fun)
+
+
+def _run_on(executor, holder, tasks: Sequence[Task], wrap: Callable) -> Any:
+    futures = {executor.submit(wrap(task.fun), *task.args): k for k, task in enumerate(tasks)}
     try:
         for future in concurrent.futures.as_completed(futures):
             index = futures[future]
@@ -154,6 +168,27 @@ def run_tasks(holder, tasks: Sequence[Task], executor: Any = None):
         for future in futures:
             future.cancel()
     return holder
+
+
+def _blas_share(executor) -> int | None:
+    """BLAS threads for each task of a thread or process pool on this host (None: another
+    executor, which places its workers itself)."""
+    pools = (concurrent.futures.ThreadPoolExecutor, concurrent.futures.ProcessPoolExecutor)
+    workers = getattr(executor, "_max_workers", None)
+    if not isinstance(executor, pools) or not workers:
+        return None
+    return max(1, core_count() // workers)
+
+
+class BlasLimited:
+    """``fun`` run with its BLAS calls held to ``threads`` threads (in a pool's worker)."""
+
+    def __init__(self, fun: Callable, threads: int) -> None:
+        self.fun, self.threads = fun, threads
+
+    def __call__(self, *args):
+        with blas_threads(self.threads):
+            return self.fun(*args)
 
 
 def _failed(index: int, task: Task, error: BaseException) -> TaskError:
