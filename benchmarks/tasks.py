@@ -18,6 +18,8 @@ process pool and on Dask.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import logging
 import multiprocessing
 import os
 import sys
@@ -55,21 +57,29 @@ def inputs() -> tuple[np.ndarray, ...]:
     return x, b, w
 
 
-def executors(workers: int) -> dict:
-    """The executors to compare, started and warmed up (each worker has imported spmd)."""
+def executors(workers: int, stack: contextlib.ExitStack) -> dict:
+    """The executors to compare, started and warmed up (each worker has imported spmd);
+    ``stack`` shuts them down."""
+    spawn = multiprocessing.get_context("spawn")
     found = {
-        "threads": ThreadPoolExecutor(workers),
-        "processes": ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")),
+        "threads": stack.enter_context(ThreadPoolExecutor(workers)),
+        "processes": stack.enter_context(ProcessPoolExecutor(workers, mp_context=spawn)),
     }
     try:
         import distributed
     except ImportError:
         print("Dask rows left out: install the dask extra (pip install -e '.[dask]')")
     else:
-        cluster = distributed.LocalCluster(
-            n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None
+        cluster = stack.enter_context(
+            distributed.LocalCluster(
+                n_workers=workers,
+                threads_per_worker=1,
+                processes=True,
+                dashboard_address=None,
+                silence_logs=logging.CRITICAL,
+            )
         )
-        found["dask"] = distributed.Client(cluster).get_executor()
+        found["dask"] = stack.enter_context(distributed.Client(cluster)).get_executor()
     holder, warm = spmd.shard_tasks(tiny, (np.ones((workers * 4, 16)),), [{0: workers * 4}])
     for executor in found.values():
         spmd.run_tasks(holder, warm, executor)
@@ -83,11 +93,15 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--small-tasks", type=int, default=2000)
     args = parser.parse_args()
+    with contextlib.ExitStack() as stack:
+        measure(args, executors(args.workers, stack))
+
+
+def measure(args: argparse.Namespace, pool: dict) -> None:
     x, b, w = inputs()
     nbytes = sum(a.nbytes for a in (x, b, w))
     print(f"inputs {nbytes / 2**20:.0f} MiB, {args.tasks} tasks, {args.workers} workers, "
           f"{os.cpu_count()} cores")  # fmt: skip
-    pool = executors(args.workers)
 
     start = time.perf_counter()
     holder, tasks = spmd.shard_tasks(spmd_program, (x, b, w), [{0: args.tasks}, {}, {}])

@@ -1,6 +1,7 @@
 """shard_tasks and run_tasks: per-block tasks against NumPy, pickled, on processes and Dask."""
 
 import itertools
+import logging
 import multiprocessing
 import pickle
 import warnings
@@ -348,7 +349,11 @@ def test_run_tasks_on_a_dask_cluster_of_two_worker_processes():
     left, right = nx_inputs()
     with (
         distributed.LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+            n_workers=2,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=None,
+            silence_logs=logging.CRITICAL,
         ) as cluster,
         distributed.Client(cluster) as client,
     ):
