@@ -145,6 +145,52 @@ def test_table_rows_run_as_tasks_equal_numpy(family):
 # --- programs --------------------------------------------------------------------------------
 
 
+PROGRAMS = {  # programs whose dimensions tie in ways the case table's single calls do not
+    "x @ x.T": (lambda m, x: x @ x.T, [(4, 6)]),
+    "outer of two rows": (lambda m, x: m.outer(x[0], x[1]), [(4, 6)]),
+    "pairwise distances": (lambda m, x: ((x[:, None] - x[None]) ** 2).sum(-1), [(5, 3)]),
+    "x + x.T": (lambda m, x: x + x.T, [(5, 5)]),
+    "diagonal of x @ x.T": (lambda m, x: m.einsum("ii->i", x @ x.T), [(5, 3)]),
+    "an unused diagonal": (lambda m, x: (m.einsum("ii->i", x), x * 2)[1], [(3, 3)]),
+    "rows times a broadcast column": (lambda m, x, c: m.tanh(x) * c, [(6, 4), (6, 1)]),
+    "reshape both ways": (lambda m, x: (x.reshape(3, 8) + 1).reshape(6, 4) * 2, [(6, 4)]),
+    "merged batch then matmul": (
+        lambda m, x, w: (x.reshape(12, 5) @ w).reshape(3, 4, 2),
+        [(3, 4, 5), (5, 2)],
+    ),
+    "transpose of a product": (lambda m, x, y: (x * y).T.sum(axis=0), [(4, 6), (4, 6)]),
+}
+
+
+@pytest.mark.parametrize("name", list(PROGRAMS))
+def test_programs_cut_every_way_they_allow_tile_their_results_and_equal_numpy(name):
+    fn, shapes = PROGRAMS[name]
+    rng = np.random.default_rng([SEED, list(PROGRAMS).index(name)])
+    inputs = [rng.standard_normal(shape) for shape in shapes]
+    expected = fn(np, *inputs)
+    holder, tasks = spmd.shard_tasks(lambda *xs: fn(snp, *xs), inputs)
+    check_tasks(holder, tasks, expected)
+    for _ in range(5):
+        slicing = random_slicing(rng, tasks.cuts)
+        holder, cut = spmd.shard_tasks(lambda *xs: fn(snp, *xs), inputs, slicing)
+        check_tasks(holder, cut, expected)
+
+
+def test_a_result_with_one_dimension_on_two_axes_is_not_cut():
+    x = np.arange(24.0).reshape(4, 6)
+    _, tasks = spmd.shard_tasks(lambda x: x @ x.T, (x,))
+    assert len(tasks) == 1
+    assert tasks.axes[0][0] == "whole: result 0 has it on axes 0 and 1"
+    with pytest.raises(spmd.ShardingError, match="axis 0: result 0 has it on axes 0 and 1"):
+        spmd.shard_tasks(lambda x: x @ x.T, (x,), [{0: 2}])
+
+
+def test_a_random_key_is_read_whole():
+    key = np.asarray(spmd.random.key(0))
+    _, tasks = spmd.shard_tasks(lambda k: spmd.random.bits(k, (2,)) + k, (key,))
+    assert len(tasks) == 1 and tasks.axes == [["whole: random_bits needs it whole"]]
+
+
 def test_several_outputs_group_by_the_axes_they_keep():
     x, y = np.arange(12.0).reshape(4, 3), np.arange(5.0)
 
@@ -248,6 +294,7 @@ BAD_SLICINGS = [
     ([{0: 3}, None], "slicing\\[0\\] axis 0: 3 parts, but the axis has 2 elements"),
     ([{0: 0}, None], "slicing\\[0\\] axis 0: 0 parts"),
     ([None], "slicing has 1 entries but there are 2 arguments"),
+    ([{0: 2, -3: 2}, None], "slicing\\[0\\] names axis 0 twice \\(as 0 and -3\\)"),
 ]
 
 
@@ -420,3 +467,11 @@ def test_tasks_on_a_pool_of_this_host_share_its_cores_among_the_workers(monkeypa
         np.testing.assert_allclose(result, np.tanh(x @ w) * 2 + 1)
     finally:
         spmd.config.update("cpu_cores", None)
+
+
+def test_a_result_that_does_not_fit_its_block_is_a_task_error():
+    x, w = mlp_inputs()
+    holder, tasks = spmd.shard_tasks(mlp, (x, w), [{0: 3}, {}])  # blocks of 22, 21, 21 rows
+    tasks[0] = tasks[0]._replace(fun=tasks[1].fun, args=tasks[1].args)
+    with pytest.raises(spmd.TaskError, match=r"task 0 \(output 0\[0:22, 0:16\]\) failed: Sh"):
+        spmd.run_tasks(holder, tasks)

@@ -8,10 +8,12 @@ measures its class in its own *unit*: the elements of one grain, the finest cut 
 a whole number of elements in every dimension of the class.
 
 A class is *mixed* when an equation combines its elements: a contraction or reduction over
-it, a rule that blocks it (cumsum, an index, a concatenation axis), a reshape that buries it
-as the minor part of a merged dimension. Cutting a mixed class would make one block's result
-depend on another block's data. Every other class that reaches a result may be cut on its
-grains, and each block of the results then reads only the same blocks of the operands.
+it, a rule that blocks it (cumsum, an index, a concatenation axis) or reads it whole (a
+random key), a reshape that buries it as the minor part of a merged dimension; and when a
+result has it on two axes (``x @ x.T``), whose blocks (I, K) need two different slices.
+Cutting a mixed class would make one block's result depend on another block's data. Every
+other class that reaches a result may be cut on its grains, and each block of the results
+then reads only the same blocks of the operands.
 """
 
 from __future__ import annotations
@@ -91,7 +93,9 @@ def dimension_classes(program: Program) -> Classes:
         values.update(nodes, eqn.outputs)
         for value, dims in _values_and_dims(eqn, factors):
             for d, dim in enumerate(dims):
-                if not dim:
+                if not dim:  # no factor: a size-1 dimension broadcast, or one read whole
+                    if value.aval.shape[d] != 1:
+                        mixing.append(((value, d), f"{_name(eqn)} needs it whole"))
                     continue
                 lead, *minor = dim
                 ratio = math.prod(factors.sizes[f] for f in minor)
@@ -103,7 +107,22 @@ def dimension_classes(program: Program) -> Classes:
             mixing.append((("factor", index, factor), _reduces(eqn, op)))
         for factor in factors.blocked:
             mixing.append((("factor", index, factor), f"{_name(eqn)} needs it whole"))
+    mixing.extend(_on_two_axes(union, program))
     return _classes(union, mixing, values, program)
+
+
+def _on_two_axes(union: _WeightedUnion, program: Program) -> list[tuple[Node, str]]:
+    """Results that have one class on two axes (``x @ x.T``): blocks (I, I) of such a result
+    would not tile it, and a block (I, K) reads two different slices of one dimension."""
+    found = []
+    for k, atom in enumerate(program.outvars):
+        seen: dict[Node, int] = {}
+        for d in range(atom.aval.ndim if isinstance(atom, Var) else 0):
+            root, _ = union.find((atom, d))
+            if root in seen:
+                found.append(((atom, d), f"result {k} has it on axes {seen[root]} and {d}"))
+            seen.setdefault(root, d)
+    return found
 
 
 def _factors(eqn: Equation) -> Factors:

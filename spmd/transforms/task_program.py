@@ -42,6 +42,13 @@ def without_annotations(program: Program) -> Program:
     return Program(program.constvars, program.invars, equations, outvars, program.consts)
 
 
+def without_dead_code(program: Program) -> Program:
+    """``program`` without the equations no result depends on (which would otherwise tie or
+    mix dimensions for nothing)."""
+    equations = needed_equations(program, program.outvars)
+    return Program(program.constvars, program.invars, equations, program.outvars, program.consts)
+
+
 def needed_equations(program: Program, outvars: Sequence) -> list[Equation]:
     """The equations that ``outvars`` depend on, in program order."""
     needed = {a for a in outvars if isinstance(a, Var)}

@@ -36,8 +36,15 @@ def read_slicing(
                 if classes.why_whole(var, d) is None
             )
             continue
+        named: dict[int, Any] = {}
         for axis, how in entry.items():
             d = _axis(name, i, var, axis)
+            if d in named:
+                raise ShardingError(
+                    f"shard_tasks({name}): slicing[{i}] names axis {d} twice (as "
+                    f"{named[d]!r} and {axis!r}); name each axis once."
+                )
+            named[d] = axis
             cls = classes.class_of[(var, d)]
             who = f"argument {i} axis {d}"
             pieces = _pieces(name, i, d, var, how, classes)
@@ -128,13 +135,10 @@ def _pieces(name: str, i: int, d: int, var: Var, how: Any, classes: Classes) -> 
 
 def _parts(where: str, n: int, unit: int, grains: int) -> list[tuple[int, int]]:
     if n > grains:
-        what = f"{grains} groups of {unit} elements" if unit > 1 else f"{grains} elements"
-        raise ShardingError(
-            f"{where}: {n} parts, but the axis cuts into at most {what} (a reshape keeps "
-            f"each group together); give at most {grains} parts."
-            if unit > 1
-            else f"{where}: {n} parts, but the axis has {what}; give at most {grains} parts."
-        )
+        has = f"{grains} elements"
+        if unit > 1:
+            has = f"{grains} groups of {unit} elements a reshape keeps together"
+        raise ShardingError(f"{where}: {n} parts, but the axis has {has}; give at most {grains}.")
     quotient, remainder = divmod(grains, n)  # as np.array_split: the first parts one larger
     sizes = [quotient + 1] * remainder + [quotient] * (n - remainder)
     edges = [unit * g for g in itertools.accumulate(sizes, initial=0)]

@@ -31,6 +31,7 @@ from spmd.transforms.task_program import (
     block_program,
     needed_equations,
     without_annotations,
+    without_dead_code,
 )
 from spmd.transforms.task_slicing import read_slicing
 from spmd.tree_util import tree_flatten, tree_unflatten
@@ -141,10 +142,9 @@ def run_tasks(holder, tasks: Sequence[Task], executor: Any = None):
     if executor is None:
         for index, task in enumerate(tasks):
             try:
-                result = task.fun(*task.args)
+                holder = task.write(task.fun(*task.args), holder)
             except Exception as error:
                 raise _failed(index, task, error) from error
-            holder = task.write(result, holder)
         return holder
     share = _blas_share(executor)
     if isinstance(executor, concurrent.futures.ThreadPoolExecutor):
@@ -156,14 +156,16 @@ def run_tasks(holder, tasks: Sequence[Task], executor: Any = None):
 
 
 def _run_on(executor, holder, tasks: Sequence[Task], wrap: Callable) -> Any:
-    futures = {executor.submit(wrap(task.fun), *task.args): k for k, task in enumerate(tasks)}
+    futures = {}
     try:
+        for k, task in enumerate(tasks):
+            futures[executor.submit(wrap(task.fun), *task.args)] = k
         for future in concurrent.futures.as_completed(futures):
             index = futures[future]
-            error = future.exception()
-            if error is not None:
+            try:
+                holder = tasks[index].write(future.result(), holder)
+            except Exception as error:
                 raise _failed(index, tasks[index], error) from error
-            holder = tasks[index].write(future.result(), holder)
     finally:
         for future in futures:
             future.cancel()
@@ -215,7 +217,7 @@ def _trace(fun: Callable, values: list) -> tuple[Program, Any]:
         out = fun(*tracers)
     leaves, out_tree = tree_flatten(out)
     program = trace.finish([t.node for t in tracers], leaves)
-    return without_annotations(program), out_tree
+    return without_dead_code(without_annotations(program)), out_tree
 
 
 def _check_single_device(name: str, program: Program) -> None:
