@@ -1,1 +1,1 @@
-"""Transformations of traced programs: jit (and later shard_map, pmap, partitioning)."""
+"""Transformations of traced programs: jit and its partitioner, shard_map, pmap, shard_tasks."""
