@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from spmd.core.program import Literal, Program, Var
+
+_PLANS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # Program → buffer_reuse
 
 
 def eval_program(program: Program, consts: Sequence[Any], args: Sequence[Any], xp=np) -> list:
@@ -21,7 +24,10 @@ def eval_program(program: Program, consts: Sequence[Any], args: Sequence[Any], x
     env: dict = {}
     env.update(zip(program.constvars, consts, strict=True))
     env.update(zip(program.invars, args, strict=True))
-    last_use, reuse = buffer_reuse(program)
+    plan = _PLANS.get(program)
+    if plan is None:
+        plan = _PLANS[program] = buffer_reuse(program)
+    last_use, reuse = plan
 
     def read(atom):
         return atom.value if isinstance(atom, Literal) else env[atom]
