@@ -86,11 +86,10 @@ def dimension_classes(program: Program) -> Classes:
     """Tie the dimensions of ``program``'s values into classes (see the module docstring)."""
     union = _WeightedUnion()
     mixing: list[tuple[Node, str]] = []
-    values = {v for v in (*program.constvars, *program.invars)}
+    values = {*program.constvars, *program.invars}
     for index, eqn in enumerate(program.equations):
         factors = _factors(eqn)
-        nodes = [a for a in eqn.inputs if isinstance(a, Var)]
-        values.update(nodes, eqn.outputs)
+        values.update(eqn.outputs)
         for value, dims in _values_and_dims(eqn, factors):
             for d, dim in enumerate(dims):
                 if not dim:  # no factor: a size-1 dimension broadcast, or one read whole
@@ -103,8 +102,8 @@ def dimension_classes(program: Program) -> Classes:
                     mixing.append(((value, d), f"{_name(eqn)} ties it to itself out of step"))
                 for factor in minor:
                     mixing.append((("factor", index, factor), _merged(eqn)))
-        for factor, op in factors.reduced.items():
-            mixing.append((("factor", index, factor), _reduces(eqn, op)))
+        for factor in factors.reduced:
+            mixing.append((("factor", index, factor), _reduces(eqn)))
         for factor in factors.blocked:
             mixing.append((("factor", index, factor), f"{_name(eqn)} needs it whole"))
     mixing.extend(_on_two_axes(union, program))
@@ -142,7 +141,7 @@ def _name(eqn: Equation) -> str:
     return f"einsum {subscripts!r}" if subscripts else eqn.primitive.name
 
 
-def _reduces(eqn: Equation, op: str | None) -> str:
+def _reduces(eqn: Equation) -> str:
     if eqn.primitive.rules.calls_blas:
         return f"{_name(eqn)} contracts it"
     return f"{_name(eqn)} reduces over it"

@@ -136,7 +136,7 @@ class TaskFunction:
             if np.shape(arg) != var.aval.shape:
                 raise ShapeError(
                     f"{self.name}: the slice of argument {index} has shape {np.shape(arg)}, "
-                    f"but this task reads [{_text(bounds)}], of shape {var.aval.shape}."
+                    f"but this task reads [{bounds_text(bounds)}], of shape {var.aval.shape}."
                 )
         out = eval_program(self.program, self.program.consts, args)
         return out[0] if len(out) == 1 else tuple(out)
@@ -158,12 +158,13 @@ class BlockWriter:
             if np.shape(value) != shape:
                 raise ShapeError(
                     f"a task's result for output {leaf} has shape {np.shape(value)}, but its "
-                    f"block [{_text(bounds)}] has shape {shape}; pass write the result of "
+                    f"block [{bounds_text(bounds)}] has shape {shape}; pass write the result of "
                     f"the same task's fun."
                 )
             targets[leaf][_slices(bounds)] = value
         return holder
 
 
-def _text(bounds: Bounds) -> str:
+def bounds_text(bounds: Bounds) -> str:
+    """``0:2, 4:6``: the bounds as slices are written."""
     return ", ".join(f"{a}:{b}" for a, b in bounds)

@@ -29,6 +29,7 @@ from spmd.transforms.task_program import (
     Bounds,
     TaskFunction,
     block_program,
+    bounds_text,
     needed_equations,
     without_annotations,
     without_dead_code,
@@ -74,8 +75,8 @@ class TaskList(list):
             for index, bounds in task.fun.reads:
                 nbytes = _nbytes(bounds, self.in_avals[index].dtype)
                 total += nbytes
-                reads.append(f"argument {index}[{_text(bounds)}] {format_bytes(nbytes)}")
-            writes = ", ".join(f"output {leaf}[{_text(b)}]" for leaf, b in task.block)
+                reads.append(f"argument {index}[{bounds_text(bounds)}] {format_bytes(nbytes)}")
+            writes = ", ".join(f"output {leaf}[{bounds_text(b)}]" for leaf, b in task.block)
             lines.append(f"task {k}: {writes} <- {', '.join(reads) or 'no argument'}")
         size = sum(a.size * a.dtype.itemsize for a in self.in_avals)
         ratio = f", {total / size:.2f}x" if size else ""
@@ -112,20 +113,8 @@ def shard_tasks(fun: Callable, args: Sequence, slicing: Sequence | None = None):
     for group in _groups(program, classes, cuts):
         tasks.extend(_group_tasks(name, program, classes, cuts, group, values))
     holder = tree_unflatten(out_tree, [np.empty(a.shape, a.dtype) for a in program.out_avals])
-    axes = [
-        [_axis_text(classes, cuts, asked, var, d) for d in range(var.aval.ndim)]
-        for var in program.invars
-    ]
-    cut = [
-        {
-            d: _elements(cuts[classes.class_of[(var, d)]], classes.unit[(var, d)])
-            for d in range(var.aval.ndim)
-            if classes.class_of[(var, d)] in cuts
-        }
-        for var in program.invars
-    ]
     in_avals = [v.aval for v in program.invars]
-    return holder, TaskList(tasks, name, in_avals, cut, axes)
+    return holder, TaskList(tasks, name, in_avals, *_argument_axes(program, classes, cuts, asked))
 
 
 def run_tasks(holder, tasks: Sequence[Task], executor: Any = None):
@@ -194,7 +183,7 @@ class BlasLimited:
 
 
 def _failed(index: int, task: Task, error: BaseException) -> TaskError:
-    where = ", ".join(f"output {leaf}[{_text(b)}]" for leaf, b in task.block)
+    where = ", ".join(f"output {leaf}[{bounds_text(b)}]" for leaf, b in task.block)
     return TaskError(
         f"task {index} ({where}) failed: {type(error).__name__}: {error}",
         index,
@@ -303,7 +292,25 @@ def _slice(value: Any, bounds: Bounds) -> Any:
     return value[tuple(slice(a, b) for a, b in bounds)]
 
 
-def _axis_text(classes: Classes, cuts: dict, asked: dict, var: Var, d: int) -> str:
+def _argument_axes(program: Program, classes: Classes, cuts: dict, asked: dict):
+    """Per argument: ``{axis: (start, stop) pieces}`` of the axes cut, and per axis how it
+    is cut or why it is whole."""
+    cut = [
+        {
+            d: _elements(cuts[classes.class_of[(var, d)]], classes.unit[(var, d)])
+            for d in range(var.aval.ndim)
+            if classes.class_of[(var, d)] in cuts
+        }
+        for var in program.invars
+    ]
+    axes = [
+        [_axisbounds_text(classes, cuts, asked, var, d) for d in range(var.aval.ndim)]
+        for var in program.invars
+    ]
+    return cut, axes
+
+
+def _axisbounds_text(classes: Classes, cuts: dict, asked: dict, var: Var, d: int) -> str:
     cls = classes.class_of[(var, d)]
     if cls in cuts:
         return f"cut in {len(cuts[cls])} ({asked[cls]})"
@@ -315,7 +322,3 @@ def _axis_text(classes: Classes, cuts: dict, asked: dict, var: Var, d: int) -> s
 
 def _nbytes(bounds: Bounds, dtype: np.dtype) -> int:
     return int(np.prod([b - a for a, b in bounds], dtype=np.int64)) * dtype.itemsize
-
-
-def _text(bounds: Bounds) -> str:
-    return ", ".join(f"{a}:{b}" for a, b in bounds)
