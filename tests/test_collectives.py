@@ -185,3 +185,18 @@ def test_uneven_bodies_may_differ_in_constants_and_keep_weak_types(line):
     assert out.dtype == np.float32
     factors = np.array([2.5] * 10 + [1.5], np.float32)  # blocks of 2, then 1, then empty
     np.testing.assert_array_equal(np.asarray(out), x * factors)
+
+
+def test_a_collective_of_a_python_number_is_a_number_known_when_traced():
+    mesh = spmd.make_mesh((2, 4), ("i", "j"))
+    seen = {}
+
+    def body(block):
+        seen.update(size=psum(1, "j"), both=psum(1, ("i", "j")), mean=pmean(2.0, "i"))
+        return block * len(range(psum(1, "j")))
+
+    out = spmd.shard_map(body, mesh=mesh, in_specs=spmd.P("i", "j"), out_specs=spmd.P("i", "j"))(
+        np.ones((2, 4))
+    )
+    assert seen == {"size": 4, "both": 8, "mean": 2.0} and type(seen["size"]) is int
+    np.testing.assert_array_equal(out, np.full((2, 4), 4.0))

@@ -60,9 +60,65 @@ class ArrayMethods:
     def __getitem__(self, index: Any):
         return _snp()._getitem(self, index)
 
+    # ---- metadata, from ``shape`` and ``dtype`` ------------------------------------------
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def itemsize(self) -> int:
+        return self.dtype.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.dtype.itemsize
+
+    # ---- concrete values (a tracer has none: its __array__ says so) ---------------------
+    def item(self, *args):
+        return np.asarray(self).item(*args)
+
+    def tolist(self):
+        return np.asarray(self).tolist()
+
     @property
     def T(self):
         return _snp().transpose(self)
+
+    @property
+    def mT(self):
+        """The matrix transpose: the last two axes swapped."""
+        return _snp().swapaxes(self, -1, -2)
+
+    @property
+    def at(self):
+        """``x.at[index].set(v)`` (and add, multiply, min, max, get): x with the indexed
+        elements updated, as a new array, as in JAX."""
+        return _snp().IndexUpdates(self)
+
+    def copy(self):
+        return _snp().copy(self)
+
+    def clip(self, min=None, max=None):
+        return _snp().clip(self, min, max)
+
+    def round(self, decimals: int = 0):
+        return _snp().round(self, decimals)
+
+    def repeat(self, repeats, axis=None):
+        return _snp().repeat(self, repeats, axis=axis)
+
+    def swapaxes(self, axis1: int, axis2: int):
+        return _snp().swapaxes(self, axis1, axis2)
+
+    def take(self, indices, axis=None):
+        return _snp().take(self, indices, axis=axis)
+
+    def dot(self, other):
+        return _snp().dot(self, other)
 
     def reshape(self, *shape, order: str = "C"):
         if len(shape) == 1 and not isinstance(shape[0], int):
@@ -86,11 +142,11 @@ class ArrayMethods:
     def prod(self, axis=None, dtype=None, keepdims=False):
         return _snp().prod(self, axis=axis, dtype=dtype, keepdims=keepdims)
 
-    def max(self, axis=None, keepdims=False):
-        return _snp().max(self, axis=axis, keepdims=keepdims)
+    def max(self, axis=None, keepdims=False, initial=None):
+        return _snp().max(self, axis=axis, keepdims=keepdims, initial=initial)
 
-    def min(self, axis=None, keepdims=False):
-        return _snp().min(self, axis=axis, keepdims=keepdims)
+    def min(self, axis=None, keepdims=False, initial=None):
+        return _snp().min(self, axis=axis, keepdims=keepdims, initial=initial)
 
     def argmax(self, axis=None, keepdims=False):
         return _snp().argmax(self, axis=axis, keepdims=keepdims)

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from spmd.core.axes import as_int, normalize_axis
 from spmd.core.axis_env import axis_names, group_size
 from spmd.core.trace import aval_of
@@ -24,11 +26,20 @@ from spmd.tree_util import tree_map
 
 
 def _reduce(x: Any, axis_name: Any, op: str, who: str) -> Any:
+    """``op`` over the devices along ``axis_name``. A number known when the function is
+    traced (``psum(1, 'i')``) is the same on every device, so its result is known too and
+    stays a number, as in JAX: the count of devices times it for a sum, itself otherwise."""
     axes = axis_names(axis_name, who)
     if not axes:
         return x
     size = group_size(axes)
-    return tree_map(lambda leaf: psum_p.bind(leaf, axes=axes, size=size, op=op), x)
+
+    def reduce(leaf):
+        if isinstance(leaf, (int, float, complex, np.generic)):  # bool is an int
+            return leaf * size if op == "sum" else leaf
+        return psum_p.bind(leaf, axes=axes, size=size, op=op)
+
+    return tree_map(reduce, x)
 
 
 def psum(x: Any, axis_name: Any) -> Any:

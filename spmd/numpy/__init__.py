@@ -1,18 +1,34 @@
 """spmd.numpy: NumPy's array functions on spmd Arrays, eagerly or inside traced functions."""
 
-from spmd.numpy import creation, elementwise, indexing, linalg, reductions, shape
+from spmd.numpy import (
+    comparison,
+    constants,
+    creation,
+    elementwise,
+    indexing,
+    linalg,
+    reductions,
+    shape,
+    updates,
+)
+from spmd.numpy.comparison import *  # noqa: F403
+from spmd.numpy.constants import *  # noqa: F403
 from spmd.numpy.creation import *  # noqa: F403
 from spmd.numpy.elementwise import *  # noqa: F403
 from spmd.numpy.indexing import *  # noqa: F403
 from spmd.numpy.linalg import *  # noqa: F403
 from spmd.numpy.reductions import *  # noqa: F403
 from spmd.numpy.shape import *  # noqa: F403
+from spmd.numpy.updates import *  # noqa: F403
 
 __all__ = [
+    *comparison.__all__,
+    *constants.__all__,
     *creation.__all__,
     *elementwise.__all__,
     *indexing.__all__,
     *linalg.__all__,
     *reductions.__all__,
     *shape.__all__,
+    *updates.__all__,
 ]

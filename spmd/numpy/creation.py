@@ -40,8 +40,31 @@ def array(object: Any, dtype: Any = None, copy: bool = True):
 
     if isinstance(object, Tracer):
         return object if dtype is None else object.astype(dtype)
+    if isinstance(object, (list, tuple)) and _holds_arrays(object):
+        from spmd.numpy.shape import stack
+
+        stacked = stack([array(item) for item in object])  # traced or sharded elements
+        return stacked if dtype is None else stacked.astype(check_dtype(dtype))
     value = host_array(object, "object")
     return _put(value if dtype is None else value.astype(check_dtype(dtype)))
+
+
+def _holds_arrays(items: list | tuple) -> bool:
+    """Whether a nested list holds spmd Arrays or traced values (not only host values)."""
+    from spmd.core.methods import ArrayMethods
+
+    return any(
+        isinstance(item, ArrayMethods) or (isinstance(item, (list, tuple)) and _holds_arrays(item))
+        for item in items
+    )
+
+
+def copy(a: Any):
+    """``numpy.copy``. spmd Arrays never change, so an Array (or traced value) is its own
+    copy; anything else becomes a new Array."""
+    from spmd.core.methods import ArrayMethods
+
+    return a if isinstance(a, ArrayMethods) else array(a)
 
 
 def asarray(a: Any, dtype: Any = None):
@@ -189,6 +212,7 @@ __all__ = [
     "arange",
     "array",
     "asarray",
+    "copy",
     "empty",
     "eye",
     "full",

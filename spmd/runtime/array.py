@@ -75,22 +75,6 @@ class Array(ArrayMethods):
         return self._dtype
 
     @property
-    def ndim(self) -> int:
-        return len(self._shape)
-
-    @property
-    def size(self) -> int:
-        return int(np.prod(self._shape, dtype=np.int64))
-
-    @property
-    def itemsize(self) -> int:
-        return self._dtype.itemsize
-
-    @property
-    def nbytes(self) -> int:
-        return self.size * self._dtype.itemsize
-
-    @property
     def sharding(self) -> Sharding:
         return self._sharding
 
@@ -170,12 +154,6 @@ class Array(ArrayMethods):
         if copy or (dtype is not None and np.dtype(dtype) != self._dtype):
             return np.array(value, dtype=dtype, copy=True)
         return value.view()  # a view of a read-only owner can never be made writeable
-
-    def tolist(self):
-        return self._value().tolist()
-
-    def item(self, *args):
-        return self._value().item(*args)
 
     def __bool__(self) -> bool:
         return bool(self._value())
