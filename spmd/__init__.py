@@ -13,6 +13,7 @@ from spmd.errors import (
     SpmdOverflowError,
     SpmdTypeError,
     SpmdValueError,
+    SpmdZeroDivisionError,
     TaskError,
 )
 from spmd.prims.indexing import SpmdIndexError
@@ -77,6 +78,7 @@ __all__ = [
     "SpmdOverflowError",
     "SpmdTypeError",
     "SpmdValueError",
+    "SpmdZeroDivisionError",
     "TaskError",
     "TracerBoolConversionError",
     "UnexpectedTracerError",

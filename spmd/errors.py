@@ -43,6 +43,10 @@ class SpmdOverflowError(SpmdError, OverflowError):
     """A Python integer does not fit the integer dtype it meets (NumPy 2's rule)."""
 
 
+class SpmdZeroDivisionError(SpmdError, ZeroDivisionError):
+    """A step or divisor that must not be zero is zero (``arange(0, 10, 0)``), as in NumPy."""
+
+
 class TaskError(SpmdError, RuntimeError):
     """A task from ``shard_tasks`` failed; ``original`` is what it raised, ``index`` and
     ``block`` say which task."""

@@ -5,6 +5,7 @@ Registrations live in spmd's own optree namespace, so they never clash with othe
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -37,6 +38,29 @@ def tree_structure(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> P
 def tree_map(f: Callable, tree: Any, *rest: Any, is_leaf: Callable[[Any], bool] | None = None):
     """Apply ``f`` leafwise. Example: ``tree_map(lambda x: 2 * x, [1, (2,)])`` → ``[2, (4,)]``."""
     return optree.tree_map(f, tree, *rest, is_leaf=is_leaf, namespace=NAMESPACE)
+
+
+def tree_all(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> bool:
+    """Whether every leaf is true. Example: ``tree_all([True, (1, 2)])`` → ``True``."""
+    return all(tree_leaves(tree, is_leaf))
+
+
+_NO_INITIAL = object()
+
+
+def tree_reduce(
+    function: Callable[[Any, Any], Any],
+    tree: Any,
+    initializer: Any = _NO_INITIAL,
+    is_leaf: Callable[[Any], bool] | None = None,
+) -> Any:
+    """Fold ``function`` over the leaves, left to right (from ``initializer`` if given).
+
+    Example: ``tree_reduce(operator.add, {'a': 1, 'b': [2, 3]})`` → ``6``."""
+    leaves = tree_leaves(tree, is_leaf)
+    if initializer is _NO_INITIAL:
+        return functools.reduce(function, leaves)
+    return functools.reduce(function, leaves, initializer)
 
 
 def tree_map_with_path(

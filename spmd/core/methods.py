@@ -97,7 +97,7 @@ class ArrayMethods:
     def at(self):
         """``x.at[index].set(v)`` (and add, multiply, min, max, get): x with the indexed
         elements updated, as a new array, as in JAX."""
-        return _snp().IndexUpdates(self)
+        return _snp().updates.IndexUpdates(self)
 
     def copy(self):
         return _snp().copy(self)

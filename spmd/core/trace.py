@@ -49,6 +49,9 @@ class EvalTrace(Trace):
     evaluate: Any = None  # (primitive, args, params) -> result: runtime's, set by spmd/__init__
 
     def process(self, primitive: Primitive, args: tuple, params: dict) -> Any:
+        for x in args:
+            if isinstance(x, Tracer):  # NumPy would hand it back to spmd, round and round
+                raise x._escaped(f"in {primitive.name}")
         return self.evaluate(primitive, args, params)
 
 
@@ -68,11 +71,7 @@ class ProgramTrace(Trace):
     def atom(self, x: Any):
         if isinstance(x, Tracer):
             if x.trace is not self:
-                raise UnexpectedTracerError(
-                    f"A traced value {x.aval} from another trace was used here: it escaped "
-                    f"the function that made it (for example through a global or a closure). "
-                    f"Pass it as an argument instead."
-                )
+                raise x._escaped("in another traced function")
             return x.node
         aval = aval_of(x)
         if type(x) in _PYTHON_SCALARS or (aval.ndim == 0 and isinstance(x, np.generic)):
@@ -151,7 +150,22 @@ class Tracer(ArrayMethods):
     def __repr__(self) -> str:
         return f"Traced<{self.aval}>"
 
-    def _concrete_error(self, what: str) -> TracerBoolConversionError:
+    def _escaped(self, use: str) -> UnexpectedTracerError:
+        """The error for using this tracer outside the trace that made it."""
+        if self.trace.active:
+            how = "while its trace is still running, outside it"
+        else:
+            how = "after the trace that made it finished"
+        return UnexpectedTracerError(
+            f"A traced value {self.aval} was used {use} {how}: it escaped the function "
+            f"being traced (through a global, a closure or a container that outlived the call) "
+            f"and holds no data. Return it from the traced function, or pass it in as an "
+            f"argument, instead."
+        )
+
+    def _concrete_error(self, what: str) -> SpmdError:
+        if not self.trace.active:
+            return self._escaped("for its " + what.removeprefix("The ").lower())
         return TracerBoolConversionError(
             f"{what} of a traced value {self.aval} is not known while tracing: its data "
             f"exists only when the program runs. Use spmd.numpy.where(cond, a, b) instead of "
@@ -174,6 +188,8 @@ class Tracer(ArrayMethods):
         raise self._concrete_error("The NumPy value")
 
     def _unsupported(self, name: str, func, args: tuple, kwargs: dict):
+        if not self.trace.active:
+            raise self._escaped(f"in {name}")
         raise SpmdTypeError(
             f"{name} was called on a traced value {self.aval}, but spmd.numpy has no {name!r} "
             f"yet, so it cannot be traced. Write it with spmd.numpy functions, or compute it "

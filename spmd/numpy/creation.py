@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from spmd.core.aval import check_dtype, host_array
-from spmd.errors import ShapeError, SpmdTypeError
+from spmd.errors import ShapeError, SpmdTypeError, SpmdValueError, SpmdZeroDivisionError
 from spmd.prims.creation import iota_p
 from spmd.runtime.put import device_put
 
@@ -145,6 +145,12 @@ def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None):
         start, stop = 0, start
     step = 1 if step is None else step
     dtype = None if dtype is None else check_dtype(dtype)
+    if isinstance(step, (int, float, complex, np.number)) and step == 0:
+        raise SpmdZeroDivisionError(
+            f"spmd.numpy.arange({start!r}, {stop!r}, step={step!r}): step is 0, so the range "
+            f"never reaches stop (NumPy divides by it). Give a nonzero step, or use "
+            f"linspace(start, stop, num) for a given number of values."
+        )
     try:
         iota = _tracing() and _iota_params(start, stop, step, dtype)
         if iota:
@@ -192,18 +198,30 @@ def _length(start: Any, stop: Any, step: Any) -> str:
 
 
 def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, dtype: Any = None):
-    return _put(np.linspace(start, stop, num, endpoint=endpoint, dtype=dtype))
+    """``numpy.linspace``: ``num`` evenly spaced values from ``start`` to ``stop``."""
+    from spmd.core.axes import as_int
+
+    count = as_int(num, "spmd.numpy.linspace", "num")
+    if count < 0:
+        raise SpmdValueError(
+            f"spmd.numpy.linspace: num={count} is negative; num is how many values to make "
+            f"and must be >= 0."
+        )
+    dtype = None if dtype is None else check_dtype(dtype)
+    return _put(np.linspace(start, stop, count, endpoint=endpoint, dtype=dtype))
 
 
 def eye(N: int, M: int | None = None, k: int = 0, dtype: Any = float):
     """``numpy.eye``: ones on the ``k``-th diagonal of an N × M matrix; inside a trace,
     ``row + k == column`` over two iotas, which each device computes for its block."""
-    dtype = check_dtype(dtype)
-    if not _tracing():
-        return _put(np.eye(N, M, k, dtype=dtype))
+    from spmd.core.axes import as_int
     from spmd.numpy.shape import _sizes
 
+    dtype = check_dtype(dtype)
     n, m = _sizes((N, N if M is None else M), "eye", "(N, M)")
+    k = as_int(k, "spmd.numpy.eye", "k")
+    if not _tracing():
+        return _put(np.eye(n, m, k, dtype=dtype))
     rows, columns = arange(int(k), int(k) + n), arange(m)
     return (rows[:, None] == columns[None, :]).astype(dtype)
 

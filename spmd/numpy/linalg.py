@@ -1,5 +1,6 @@
-"""Contractions of spmd.numpy (dot, matmul, einsum, tensordot, outer), all through one
-einsum primitive so that the partitioner has a single contraction rule."""
+"""Contractions of spmd.numpy (dot, matmul, einsum, tensordot), all through one einsum
+primitive so that the partitioner has a single contraction rule, and outer, a broadcast
+multiply."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from spmd.core.aval import ShapedArray, host_array
 from spmd.core.axes import normalize_axes
 from spmd.core.trace import aval_of
 from spmd.errors import ShapeError, SpmdTypeError, shape_str
+from spmd.numpy.elementwise import multiply  # type: ignore[attr-defined]
+from spmd.numpy.shape import reshape
 from spmd.prims.contraction import LETTERS, einsum_p
 
 Labels = Sequence[Hashable]
@@ -152,16 +155,13 @@ def tensordot(a: Any, b: Any, axes: int | Sequence[Any] = 2):
 
 
 def outer(a: Any, b: Any):
-    """``numpy.outer``: ``out[i, j] = a.ravel()[i] * b.ravel()[j]``. Example: ``outer(x, y)``."""
-    operands = []
-    for name, x in (("a", a), ("b", b)):
-        x = _operand(x, name)
-        if aval_of(x).ndim != 1:
-            import spmd.numpy as snp
+    """``numpy.outer``: ``out[i, j] = a.ravel()[i] * b.ravel()[j]``. Example: ``outer(x, y)``.
 
-            x = snp.reshape(x, (-1,))
-        operands.append(x)
-    return _bind(operands, [["i"], ["j"]], ["i", "j"], "outer")
+    A product with nothing summed, so it multiplies elementwise as NumPy does (a contraction
+    would add each product to zero and turn ``-0.0`` into ``0.0``).
+    """
+    a, b = _operand(a, "a"), _operand(b, "b")
+    return multiply(reshape(a, (-1, 1)), reshape(b, (1, -1)))
 
 
 def _einsum_terms(subscripts: str, avals: Sequence[ShapedArray]):

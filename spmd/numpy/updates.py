@@ -110,4 +110,4 @@ def _apply(x, values, positions: np.ndarray, chosen: np.ndarray, combine, dtype)
     return where(mask, merged, x)
 
 
-__all__ = ["IndexUpdates", "IndexedUpdate"]
+__all__: list[str] = []  # reached as x.at, not by name

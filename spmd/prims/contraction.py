@@ -124,7 +124,11 @@ def _plan(subscripts: str, shape_x: tuple[int, ...], shape_y: tuple[int, ...]) -
 
 
 def _einsum_impl(xp, *arrays, subscripts: str):
+    # NumPy casts every operand to the result dtype before it multiplies and sums: a bool
+    # operand summed on its own would otherwise be reduced with ``or`` (True + True is True).
     arrays = tuple(xp.asarray(a) for a in arrays)
+    dtype = np.result_type(*(a.dtype for a in arrays))
+    arrays = tuple(a.astype(dtype, copy=False) for a in arrays)
     if len(arrays) == 1:
         return xp.einsum(subscripts, arrays[0])
     x, y = arrays

@@ -61,7 +61,9 @@ def _one_equation(primitive: Primitive, params: tuple) -> Any:
     """A jitted function applying ``primitive``: sharded operands run through the partitioner
     and the executor, exactly as inside jit."""
     keywords = dict(params)
-    return compile_function(lambda *args: primitive.bind(*args, **keywords))
+    jitted = compile_function(lambda *args: primitive.bind(*args, **keywords))
+    jitted.label = primitive.name  # errors name the operation, not jit(<lambda>)
+    return jitted
 
 
 def run_eagerly(primitive: Primitive, args: tuple, params: dict) -> Any:

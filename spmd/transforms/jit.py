@@ -12,7 +12,7 @@ import numpy as np
 from spmd.core.interpret import compile_program
 from spmd.core.program import Program
 from spmd.core.trace import EVAL_TRACE, ProgramTrace, aval_of, current_trace, tracing
-from spmd.errors import ShardingError, SpmdTypeError
+from spmd.errors import ShardingError, SpmdError, SpmdTypeError, plural
 from spmd.prims.constraint import inspect_sharding_p, sharding_constraint_p
 from spmd.runtime.array import Array
 from spmd.runtime.eager import result_sharding
@@ -24,7 +24,13 @@ from spmd.sharding.named import NamedSharding
 from spmd.sharding.rules import ValueSharding
 from spmd.sharding.spec import PartitionSpec
 from spmd.transforms.partition import partition
-from spmd.tree_util import tree_broadcast_prefix, tree_flatten, tree_leaves, tree_unflatten
+from spmd.tree_util import (
+    tree_broadcast_prefix,
+    tree_flatten,
+    tree_leaves,
+    tree_structure,
+    tree_unflatten,
+)
 
 
 def _as_tuple(x: int | Sequence[int] | str | Sequence[str]) -> tuple:
@@ -80,18 +86,26 @@ class Jitted:
         self.donate_argnums = _as_tuple(donate_argnums)
         self._cache: dict = {}
         functools.update_wrapper(self, fun, updated=())
+        self.label = f"jit({self.__name__})"  # what mesh errors call it (eager ops: "add")
+
+    def _static_positions(self, args: tuple) -> tuple[int, ...]:
+        """``static_argnums`` as positions in ``args`` (negative ones count from the end)."""
+        count = len(args)
+        for i in self.static_argnums:
+            if not -count <= i < count:
+                raise SpmdTypeError(
+                    f"jit({self.__name__}): static_argnums has {i}, but the call passed only "
+                    f"{count} positional arguments; each entry must index one of them "
+                    f"({-count} to {count - 1}), so pass that argument positionally or drop "
+                    f"it from static_argnums."
+                )
+        return tuple(dict.fromkeys(i % count for i in self.static_argnums))
 
     def _split(self, args: tuple, kwargs: dict):
         if not self.static_argnums and not self.static_argnames:
             return (), (args, kwargs)
-        static = []
-        for i in self.static_argnums:
-            if i >= len(args):
-                raise SpmdTypeError(
-                    f"jit({self.__name__}): static_argnums has {i}, but the call passed only "
-                    f"{len(args)} positional arguments."
-                )
-            static.append((i, args[i]))
+        positions = self._static_positions(args)
+        static = [(i, args[i]) for i in positions]
         static += [(name, kwargs[name]) for name in self.static_argnames if name in kwargs]
         for where, value in static:
             try:
@@ -102,7 +116,7 @@ class Jitted:
                     f"which is not hashable; static arguments key the cache. Pass a tuple "
                     f"instead of a list, or make the argument dynamic."
                 ) from None
-        dynamic_args = tuple(a for i, a in enumerate(args) if i not in self.static_argnums)
+        dynamic_args = tuple(a for i, a in enumerate(args) if i not in positions)
         dynamic_kwargs = {k: v for k, v in kwargs.items() if k not in self.static_argnames}
         return tuple(static), (dynamic_args, dynamic_kwargs)
 
@@ -140,7 +154,10 @@ class Jitted:
         program = trace.finish([t.node for t in tracers], out_leaves)
         who = f"jit({self.__name__}) out_shardings"
         targets = [None if t is None else as_sharding(t, who) for t in self._out_targets(out_tree)]
-        mesh = program_mesh(self.__name__, leaves, program, targets)
+        for i, (target, aval) in enumerate(zip(targets, program.out_avals, strict=True)):
+            if target is not None:  # checks that the spec fits the output's rank
+                layout_for(target, aval.shape, f"{who} for output {i} ({aval})")
+        mesh = program_mesh(self.label, leaves, program, targets)
         if mesh is not None:
             return self._partition(program, out_tree, mesh, leaves, targets)
         for eqn in program.equations:
@@ -195,7 +212,7 @@ class Jitted:
 
     def __call__(self, *args, **kwargs):
         if current_trace() is not EVAL_TRACE:  # inside another trace: inline the function
-            return self.fun(*args, **kwargs)
+            return self._inline(args, kwargs)
         if self.in_shardings is not None:
             args, kwargs = self._place_inputs(args, kwargs)
         traced, leaves = self.trace(*args, **kwargs)
@@ -217,6 +234,28 @@ class Jitted:
             outs.append(adopt(value, sharding, where, foreign))
         return self._finish(traced, outs)
 
+    def _inline(self, args: tuple, kwargs: dict) -> Any:
+        """The function traced into the enclosing program, its out_shardings as constraints."""
+        out = self.fun(*args, **kwargs)
+        if self.out_shardings is None:
+            return out
+        leaves, out_tree = tree_flatten(out)
+        who = f"jit({self.__name__}) out_shardings"
+        pinned = []
+        for i, (leaf, target) in enumerate(zip(leaves, self._out_targets(out_tree), strict=True)):
+            if target is not None:
+                sharding = as_sharding(target, who)
+                if not isinstance(sharding, NamedSharding):
+                    raise ShardingError(
+                        f"{who}: inside another jit, output {i} can only be pinned to a "
+                        f"NamedSharding (it becomes a with_sharding_constraint), not "
+                        f"{sharding!r}; give the outer jit's out_shardings instead."
+                    )
+                layout_for(sharding, aval_of(leaf).shape, f"{who} for output {i} ({aval_of(leaf)})")
+                leaf = sharding_constraint_p.bind(leaf, sharding=sharding)
+            pinned.append(leaf)
+        return tree_unflatten(out_tree, pinned)
+
     def _finish(self, traced: _Traced, outs: list) -> Any:
         if traced.single_output:
             return outs[0]
@@ -229,18 +268,37 @@ class Jitted:
         if _is_target(self.out_shardings):
             return [self.out_shardings] * count
         full = tree_unflatten(out_tree, [None] * count)
-        return tree_leaves(
-            tree_broadcast_prefix(self.out_shardings, full, is_leaf=_is_target),
-            is_leaf=lambda x: x is None or _is_target(x),
-        )
+        try:
+            prefix = tree_broadcast_prefix(self.out_shardings, full, is_leaf=_is_target)
+        except (ValueError, TypeError) as error:
+            given = tree_structure(self.out_shardings, is_leaf=_is_target)
+            raise ShardingError(
+                f"jit({self.__name__}): out_shardings is {given} but the function returns "
+                f"{plural(count, 'output')} shaped {out_tree} ({error}); give one sharding, or "
+                f"a pytree prefix of the outputs with one sharding (or None) per output."
+            ) from None
+        return tree_leaves(prefix, is_leaf=lambda x: x is None or _is_target(x))
 
     def _place_inputs(self, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
         """Arguments moved to ``in_shardings`` (a prefix of the positional arguments)."""
         targets = self.in_shardings
+        who = f"jit({self.__name__}) in_shardings"
         if _is_target(targets):
             targets = (targets,) * len(args)
-        placed = device_put(tuple(args), tuple(targets))
-        return placed, kwargs
+        if not isinstance(targets, (tuple, list)) or len(targets) != len(args):
+            given = len(targets) if isinstance(targets, (tuple, list)) else type(targets).__name__
+            raise ShardingError(
+                f"{who} has {given} entries but the call passed {len(args)} positional "
+                f"arguments; give one sharding (or None) per positional argument, or one "
+                f"sharding for all of them."
+            )
+        placed = []
+        for i, (arg, target) in enumerate(zip(args, targets, strict=True)):
+            try:
+                placed.append(device_put(arg, target))
+            except SpmdError as error:
+                raise type(error)(f"{who}[{i}] for argument {i}: {error}") from None
+        return tuple(placed), kwargs
 
     def lower(self, *args, **kwargs) -> Lowered:
         if self.in_shardings is not None:
@@ -311,12 +369,20 @@ def program_mesh(name: str, leaves, program: Program, targets) -> Any:
     first_where, mesh = (pinned or found)[0]
     for where, other in checked[1:]:
         if other != mesh:
+            one, two = _mesh_str(other, mesh), _mesh_str(mesh, other)
             raise ShardingError(
-                f"jit({name}): {where} is on mesh {other} but {first_where} is on mesh "
-                f"{mesh}; one call computes on one mesh. device_put the arguments onto one "
-                f"mesh first."
+                f"{name}: {where} is on mesh {one} but {first_where} is on mesh {two}; one "
+                f"call computes on one mesh. device_put the arguments onto one mesh first."
             )
     return mesh
+
+
+def _mesh_str(mesh, other) -> str:
+    """``mesh`` as printed, with its device ids where that alone would not tell it from
+    ``other`` (the same axes over other devices, or the same devices in another order)."""
+    if repr(mesh) != repr(other):
+        return repr(mesh)
+    return f"{mesh!r} with device ids {mesh.device_ids.tolist()}"
 
 
 def jit(

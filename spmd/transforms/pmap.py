@@ -186,6 +186,15 @@ class Pmapped:
         self._across: dict = {}  # multihost: local rows and shapes → (global mesh, pinned pmap)
 
     def __call__(self, *args):
+        for i in self.static_positions(args):
+            try:
+                hash(args[i])
+            except TypeError:
+                raise SpmdTypeError(
+                    f"{self._where()}: argument {i}, static by static_broadcasted_argnums, is "
+                    f"{type(args[i]).__name__}, which is not hashable; static arguments key the "
+                    f"cache. Pass a tuple instead of a list, or make the argument mapped."
+                ) from None
         if current_trace() is not EVAL_TRACE:
             return self._bind(args)
         if process_count() > 1:
@@ -217,6 +226,18 @@ class Pmapped:
     def _where(self) -> str:
         return f"pmap({self.name})"
 
+    def static_positions(self, args: tuple) -> tuple[int, ...]:
+        """``static_broadcasted_argnums`` as positions in ``args`` (negative: from the end)."""
+        count = len(args)
+        for i in self.static_argnums:
+            if not -count <= i < count:
+                raise SpmdTypeError(
+                    f"{self._where()}: static_broadcasted_argnums has {i}, but the call passed "
+                    f"only {count} positional arguments; each entry must index one of them "
+                    f"({-count} to {count - 1})."
+                )
+        return tuple(dict.fromkeys(i % count for i in self.static_argnums))
+
     def _bind(self, args: tuple) -> Any:
         nested = bool(pmap_levels.get())
         if not nested and bound_axes():
@@ -229,7 +250,7 @@ class Pmapped:
                 f"{self._where()}: axis name {self.axis_name!r} is already bound by an outer "
                 f"pmap; give each nested pmap its own axis_name."
             )
-        static = {i: args[i] for i in self.static_argnums if i < len(args)}
+        static = {i: args[i] for i in self.static_positions(args)}
         dynamic = tuple(a for i, a in enumerate(args) if i not in static)
         leaves, in_tree = tree_flatten(dynamic)
         in_axes = self._in_axes(dynamic, leaves)

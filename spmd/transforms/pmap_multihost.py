@@ -29,7 +29,7 @@ from spmd.tree_util import tree_flatten, tree_unflatten
 
 def call_across_processes(pmapped, args: tuple) -> Any:
     """Run ``pmapped`` on this process's slice ``args``; returns this process's slice."""
-    static = {i: args[i] for i in pmapped.static_argnums if i < len(args)}
+    static = {i: args[i] for i in pmapped.static_positions(args)}
     dynamic = tuple(a for i, a in enumerate(args) if i not in static)
     leaves, in_tree = tree_flatten(dynamic)
     in_axes = pmapped._in_axes(dynamic, leaves)

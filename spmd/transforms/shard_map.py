@@ -19,7 +19,7 @@ from spmd.core.axis_env import binding, bound_axes, pmap_levels
 from spmd.core.primitive import Primitive, Rules
 from spmd.core.program import Literal, Program, Var
 from spmd.core.trace import EVAL_TRACE, ProgramTrace, aval_of, current_trace, tracing
-from spmd.errors import ShapeError, ShardingError, SpmdTypeError, aval_str
+from spmd.errors import ShapeError, ShardingError, SpmdTypeError, aval_str, plural
 from spmd.prims.collective import COLLECTIVES, no_impl
 from spmd.sharding.mesh import Mesh, current_mesh, groups
 from spmd.sharding.reshard import value_layout
@@ -128,6 +128,7 @@ class ShardMapped:
         _check_collectives(mesh, bodies, body_of)
         placeholders = tree_unflatten(out_tree, [0] * len(bodies[0].outvars))
         out_specs = self._broadcast(self.out_specs, placeholders, "out_specs", "results")
+        self._check_results(out_tree, len(bodies[0].outvars), len(out_specs))
         out_dims = [
             _dims(mesh, spec, v.aval, f"{self._where()} output {i} ({v.aval})", "out_specs")
             for i, (spec, v) in enumerate(zip(out_specs, bodies[0].outvars, strict=True))
@@ -150,6 +151,18 @@ class ShardMapped:
             name=self.name,
         )
         return tree_unflatten(out_tree, outs)
+
+    def _check_results(self, out_tree, count: int, specs: int) -> None:
+        """The function returned as many arrays as out_specs has entries (None counts as a
+        spec's place: it is no array)."""
+        if count == specs:
+            return
+        returned = "nothing (None)" if count == 0 else f"{plural(count, 'array')} ({out_tree})"
+        raise ShardingError(
+            f"{self._where()}: the function returned {returned}, but out_specs "
+            f"{self.out_specs!r} gives {plural(specs, 'spec')}; return one array per out_specs "
+            f"entry (not None), and give one out_specs entry per returned array."
+        )
 
     def _broadcast(self, specs, tree, argument: str, of: str) -> list:
         try:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from spmd import ShapeError
-from tests.cases.table import _label, add, call
+from tests.cases.table import BOOL, SPECIAL, _label, add, call
 
 # ------------------------------------------------------------------------ contraction
 
@@ -80,6 +80,16 @@ EINSUM = [
     ("->", [()]),
     ("ij->j", [(0, 3)]),
 ]
+# Bool operands (NumPy casts each operand to the result dtype, then multiplies and sums):
+# per row the second operand's dtype, with the first one bool.
+WITH_BOOL = (np.bool_, np.int32, np.float32)
+BOOL_EINSUM = [
+    ("ij,j->", [(4, 5), (5,)]),  # the first operand is summed over i on its own
+    ("ij,jk->ik", [(2, 5), (5, 4)]),
+    ("i,i->", [(5,), (5,)]),
+    ("ij,j->i", [(2, 5), (5,)]),
+    ("i,j->ij", [(3,), (4,)]),
+]
 
 
 def _contraction():
@@ -141,6 +151,50 @@ def _contraction():
         **co,
     )
     add("einsum", _einsum("ij,jk->ik"), ((2, 3), (4, 5)), label="ij,jk->ik", error=ShapeError, **co)
+    _with_bool(co)
+
+
+def _with_bool(co):
+    """Bool with bool, int and float operands (either side), and floats with -0.0, NaN, inf."""
+    for other in WITH_BOOL:
+        for subscripts, shapes in BOOL_EINSUM:
+            add(
+                "einsum",
+                _einsum(subscripts),
+                shapes,
+                label=subscripts,
+                dtypes=BOOL,
+                input_dtypes=(None, other),
+                **co,
+            )
+        add(
+            "outer",
+            call("outer"),
+            ((3,), (4,)),
+            ((2, 2), ()),
+            label="with_bool",
+            dtypes=BOOL,
+            input_dtypes=(None, other),
+            **co,
+        )
+    second = {"dtypes": WITH_BOOL[1:], "input_dtypes": (None, np.bool_), **co}
+    add("einsum", _einsum("jk,ij->ik"), ((5, 4), (3, 5)), label="jk,ij->ik", **second)
+    add("outer", call("outer"), ((3,), (4,)), label="bool_second", **second)
+    add(
+        "einsum",
+        _einsum("i,i,i->"),
+        ((5,), (5,), (5,)),
+        label="i,i,i->",
+        dtypes=BOOL,
+        input_dtypes=(None, np.int32, None),
+        **co,
+    )
+    special = {**SPECIAL, **co}
+    add(
+        "einsum", _einsum("ij,jk->ik"), ((2, 3), (3, 4)), **special | {"label": "ij,jk->ik,special"}
+    )
+    add("einsum", _einsum("i,j->ij"), ((3,), (4,)), **special | {"label": "i,j->ij,special"})
+    add("outer", call("outer"), ((3,), (4,)), ((2, 2), ()), **special)
 
 
 def _einsum(subscripts):
