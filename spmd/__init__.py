@@ -16,6 +16,7 @@ from spmd.errors import (
     SpmdZeroDivisionError,
     TaskError,
 )
+from spmd.lax.constraints import reshard
 from spmd.prims.indexing import SpmdIndexError
 from spmd.runtime import eager as _eager
 from spmd.runtime.array import Array, Shard
@@ -33,6 +34,8 @@ from spmd.sharding import (
     Sharding,
     SingleDeviceSharding,
     make_mesh,
+    set_mesh,
+    use_mesh,
 )
 from spmd.sharding.device import (
     CpuDevice,
@@ -106,7 +109,9 @@ __all__ = [
     "process_count",
     "process_index",
     "random",
+    "reshard",
     "run_tasks",
+    "set_mesh",
     "shard",
     "shard_map",
     "shard_tasks",
@@ -114,4 +119,5 @@ __all__ = [
     "smap",
     "stack",
     "tree_util",
+    "use_mesh",
 ]

@@ -55,8 +55,10 @@ def test_unknown_memory_kind_lists_the_kinds(mesh):
 
 
 def test_mesh_shape_that_does_not_match_the_device_count():
+    with pytest.raises(spmd.ShardingError, match=r"\(3, 3\) need 9 devices, but 8 exist"):
+        spmd.make_mesh((3, 3), ("x", "y"))
     with pytest.raises(spmd.ShardingError, match=r"\(3, 2\) need 6 devices, but 8 were given"):
-        spmd.make_mesh((3, 2), ("x", "y"))
+        spmd.make_mesh((3, 2), ("x", "y"), devices=spmd.devices())
     with pytest.raises(spmd.ShardingError, match=r"2 axis_shapes \(2, 4\) but 1 axis_names"):
         spmd.make_mesh((2, 4), ("x",))
     with pytest.raises(spmd.ShardingError, match=r"shape \(2, 4\).*1 axis_names"):

@@ -12,7 +12,7 @@ from spmd.lax.collectives import (
     psum,
     psum_scatter,
 )
-from spmd.lax.constraints import with_sharding_constraint
+from spmd.lax.constraints import reshard, with_sharding_constraint
 from spmd.lax.slicing import (
     dynamic_index_in_dim,
     dynamic_slice,
@@ -37,5 +37,6 @@ __all__ = [
     "ppermute",
     "psum",
     "psum_scatter",
+    "reshard",
     "with_sharding_constraint",
 ]

@@ -1,6 +1,6 @@
 """Meshes, partition specs and shardings (re-exports)."""
 
-from spmd.sharding.mesh import Mesh, current_mesh, make_mesh
+from spmd.sharding.mesh import Mesh, current_mesh, get_mesh, make_mesh, set_mesh, use_mesh
 from spmd.sharding.named import MEMORY_KINDS, NamedSharding, Sharding, SingleDeviceSharding
 from spmd.sharding.spec import P, PartitionSpec
 
@@ -13,5 +13,8 @@ __all__ = [
     "Sharding",
     "SingleDeviceSharding",
     "current_mesh",
+    "get_mesh",
     "make_mesh",
+    "set_mesh",
+    "use_mesh",
 ]

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import functools
 import itertools
 import math
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 
@@ -158,16 +159,55 @@ class Mesh:
         _mesh_stack.set(_mesh_stack.get()[:-1])
 
 
+_set_mesh: list[Mesh | None] = [None]  # the mesh spmd.set_mesh set, outside any `with`
+
+
 def current_mesh() -> Mesh | None:
-    """The mesh of the innermost ``with mesh:`` block, or None."""
+    """The mesh of the innermost ``with mesh:`` (or ``use_mesh``/``set_mesh``) block, else
+    the one ``set_mesh`` set, or None."""
     stack = _mesh_stack.get()
-    return stack[-1] if stack else None
+    return stack[-1] if stack else _set_mesh[0]
+
+
+class _MeshSetting:
+    """What ``set_mesh`` returns: the mesh is set at once; leaving a ``with`` block over it
+    sets back the one before."""
+
+    def __init__(self, mesh: Mesh | None) -> None:
+        if mesh is not None and not isinstance(mesh, Mesh):
+            raise SpmdTypeError(f"set_mesh takes a Mesh (or None), got {type(mesh).__name__}.")
+        self.mesh, self.previous = mesh, _set_mesh[0]
+        _set_mesh[0] = mesh
+
+    def __enter__(self) -> Mesh | None:
+        return self.mesh
+
+    def __exit__(self, *exc) -> None:
+        _set_mesh[0] = self.previous
+
+
+def set_mesh(mesh: Mesh | None) -> _MeshSetting:
+    """Make ``mesh`` the current mesh, as ``jax.set_mesh`` does: bare PartitionSpecs (in
+    device_put, jit's shardings, with_sharding_constraint, reshard) and shard_map without
+    ``mesh=`` use it. Call it, or use it as ``with spmd.set_mesh(mesh):``."""
+    return _MeshSetting(mesh)
+
+
+@contextlib.contextmanager
+def use_mesh(mesh: Mesh) -> Iterator[Mesh]:
+    """``with use_mesh(mesh):``: the current mesh inside the block (``jax.sharding.use_mesh``)."""
+    with mesh:
+        yield mesh
+
+
+get_mesh = current_mesh
 
 
 def make_mesh(
     axis_shapes: Sequence[int], axis_names: Sequence[str], devices: Sequence[Device] | None = None
 ) -> Mesh:
-    """A mesh of the given shape over ``devices`` (default: all devices, in id order).
+    """A mesh of the given shape over ``devices`` (default: the first devices, in id order,
+    as many as the shape holds, as JAX takes them).
 
     Example: ``spmd.make_mesh((2, 4), ('x', 'y'))``.
     """
@@ -187,13 +227,22 @@ def make_mesh(
             raise ShardingError(
                 f"make_mesh axis_shapes {axis_shapes} must be positive integers; {size!r} is not."
             )
-    devices = all_devices() if devices is None else list(np.asarray(devices, dtype=object).flat)
     needed = math.prod(axis_shapes)
+    given = devices is not None
+    if devices is None:  # the first devices, as JAX takes them
+        devices = all_devices()[:needed]
+    devices = list(np.asarray(devices, dtype=object).flat)
     if needed != len(devices):
+        fix = (
+            f"Choose axis sizes whose product is {len(devices)}, or pass "
+            f"devices=spmd.devices()[:{needed}]"
+            if given
+            else f"Choose axis sizes whose product is at most {len(devices)}, or start with "
+            f"more devices (SPMD_NUM_CPU_DEVICES={needed})"
+        )
         raise ShardingError(
             f"make_mesh: axis_shapes {axis_shapes} need {needed} devices, but {len(devices)} "
-            f"were given. Choose axis sizes whose product is {len(devices)}, or pass "
-            f"devices=spmd.devices()[:{needed}]."
+            f"{'were given' if given else 'exist'}. {fix}."
         )
     grid = np.empty(len(devices), dtype=object)
     grid[:] = devices
