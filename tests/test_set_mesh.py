@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import spmd
+import spmd.numpy as snp
 from spmd import P
 from spmd.lax import psum
 
@@ -56,3 +57,28 @@ def test_bare_specs_reshard_and_shard_map_use_the_set_mesh():
         assert float(total) == x.sum()
     with pytest.raises(spmd.ShardingError, match="needs a mesh"):
         spmd.reshard(a, P("x"))
+
+
+@pytest.mark.parametrize("traced", [False, True])
+def test_out_sharding_lays_out_results_of_contractions_reshapes_and_creation(traced):
+    mesh = spmd.make_mesh((4, 2), ("x", "y"))
+    x = np.arange(32.0).reshape(8, 4)
+    calls = {
+        "matmul": (lambda m, a, s: m.matmul(a, a.T, out_sharding=s), P("x", "y")),
+        "dot": (lambda m, a, s: m.dot(a, a.T, out_sharding=s), P(None, "y")),
+        "einsum": (lambda m, a, s: m.einsum("ij,kj->ik", a, a, out_sharding=s), P("y", "x")),
+        "tensordot": (lambda m, a, s: m.tensordot(a, a, ([1], [1]), out_sharding=s), P("x")),
+        "reshape": (lambda m, a, s: m.reshape(a, (4, 8), out_sharding=s), P(None, "x")),
+        "zeros_like": (lambda m, a, s: m.zeros_like(a, out_sharding=s), P("x", "y")),
+        "arange": (lambda m, a, s: m.arange(16, out_sharding=s), P(("x", "y"))),
+        "full": (lambda m, a, s: m.full((8, 2), 3.0, out_sharding=s), P("x")),
+    }
+    with spmd.set_mesh(mesh):
+        for name, (call, spec) in calls.items():
+            expected = np.asarray(call(snp, x, None))  # the values: the case table's job
+            if traced:
+                result = spmd.jit(lambda a, call=call, spec=spec: call(snp, a, spec))(x)
+            else:
+                result = call(snp, spmd.device_put(x), spec)
+            assert result.sharding == spmd.NamedSharding(mesh, spec), name
+            np.testing.assert_allclose(result, expected, err_msg=name)

@@ -5,26 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from spmd.core.trace import Tracer
-from spmd.errors import ShardingError
-from spmd.prims.constraint import sharding_constraint_p
-from spmd.runtime.put import _is_target, as_sharding, device_put, layout_for
-from spmd.sharding.named import NamedSharding
+from spmd.runtime.constrain import constrain
+from spmd.runtime.put import _is_target
 from spmd.tree_util import keystr, tree_broadcast_prefix, tree_map_with_path
 
 
 def _constrain(who: str, path, x: Any, target: Any) -> Any:
-    where = f"{who}(x{keystr(path)})"
-    sharding = as_sharding(target, where)
-    if not isinstance(x, Tracer):
-        return device_put(x, sharding)
-    if not isinstance(sharding, NamedSharding):
-        raise ShardingError(
-            f"{where}: inside jit the constraint must be a NamedSharding (or a PartitionSpec "
-            f"under `with mesh:`), not {sharding!r}."
-        )
-    layout_for(sharding, x.shape, where)  # checks that the spec fits the value's rank
-    return sharding_constraint_p.bind(x, sharding=sharding)
+    return constrain(x, target, f"{who}(x{keystr(path)})")
 
 
 def with_sharding_constraint(x: Any, shardings: Any) -> Any:

@@ -7,6 +7,7 @@ from spmd.numpy import (
     elementwise,
     indexing,
     linalg,
+    padding,
     reductions,
     shape,
     updates,
@@ -17,6 +18,7 @@ from spmd.numpy.creation import *  # noqa: F403
 from spmd.numpy.elementwise import *  # noqa: F403
 from spmd.numpy.indexing import *  # noqa: F403
 from spmd.numpy.linalg import *  # noqa: F403
+from spmd.numpy.padding import *  # noqa: F403
 from spmd.numpy.reductions import *  # noqa: F403
 from spmd.numpy.shape import *  # noqa: F403
 from spmd.numpy.updates import *  # noqa: F403
@@ -28,6 +30,7 @@ __all__ = [
     *elementwise.__all__,
     *indexing.__all__,
     *linalg.__all__,
+    *padding.__all__,
     *reductions.__all__,
     *shape.__all__,
     *updates.__all__,

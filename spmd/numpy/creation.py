@@ -9,6 +9,7 @@ import numpy as np
 
 from spmd.core.aval import check_dtype, host_array
 from spmd.errors import ShapeError, SpmdTypeError, SpmdValueError, SpmdZeroDivisionError
+from spmd.numpy.placement import takes_out_sharding
 from spmd.prims.creation import iota_p
 from spmd.runtime.put import device_put
 
@@ -34,6 +35,7 @@ def _filled(name: str, shape: Any, value: Any, dtype: Any):
     return broadcast_to(np.full((), value, dtype)[()], sizes)
 
 
+@takes_out_sharding
 def array(object: Any, dtype: Any = None, copy: bool = True):
     """``numpy.array`` as an spmd Array. Example: ``spmd.numpy.array([1., 2.])``."""
     from spmd.core.trace import Tracer
@@ -67,6 +69,7 @@ def copy(a: Any):
     return a if isinstance(a, ArrayMethods) else array(a)
 
 
+@takes_out_sharding
 def asarray(a: Any, dtype: Any = None):
     """``numpy.asarray``: an spmd Array (an Array or tracer is returned as it is)."""
     from spmd.core.trace import Tracer
@@ -77,14 +80,17 @@ def asarray(a: Any, dtype: Any = None):
     return array(a, dtype)
 
 
+@takes_out_sharding
 def zeros(shape: Any, dtype: Any = float):
     return _filled("zeros", shape, 0, check_dtype(dtype))
 
 
+@takes_out_sharding
 def ones(shape: Any, dtype: Any = float):
     return _filled("ones", shape, 1, check_dtype(dtype))
 
 
+@takes_out_sharding
 def full(shape: Any, fill_value: Any, dtype: Any = None):
     """``numpy.full``: ``fill_value`` (a scalar, or an array that broadcasts) over ``shape``.
 
@@ -113,6 +119,7 @@ def full(shape: Any, fill_value: Any, dtype: Any = None):
         ) from None
 
 
+@takes_out_sharding
 def empty(shape: Any, dtype: Any = float):
     return zeros(shape, dtype)
 
@@ -123,22 +130,26 @@ def _like(a: Any):
     return aval_of(a)
 
 
+@takes_out_sharding
 def zeros_like(a: Any, dtype: Any = None):
     aval = _like(a)
     return zeros(aval.shape, aval.dtype if dtype is None else dtype)
 
 
+@takes_out_sharding
 def ones_like(a: Any, dtype: Any = None):
     aval = _like(a)
     return ones(aval.shape, aval.dtype if dtype is None else dtype)
 
 
+@takes_out_sharding
 def full_like(a: Any, fill_value: Any, dtype: Any = None):
     """``numpy.full_like``: ``fill_value`` (traced or not) in the shape and dtype of ``a``."""
     aval = _like(a)
     return full(aval.shape, fill_value, aval.dtype if dtype is None else dtype)
 
 
+@takes_out_sharding
 def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None):
     """``numpy.arange``. Example: ``spmd.numpy.arange(32)``."""
     if stop is None:
@@ -197,6 +208,7 @@ def _length(start: Any, stop: Any, step: Any) -> str:
         return "more than 2"
 
 
+@takes_out_sharding
 def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, dtype: Any = None):
     """``numpy.linspace``: ``num`` evenly spaced values from ``start`` to ``stop``."""
     from spmd.core.axes import as_int
@@ -211,6 +223,7 @@ def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, dtype:
     return _put(np.linspace(start, stop, count, endpoint=endpoint, dtype=dtype))
 
 
+@takes_out_sharding
 def eye(N: int, M: int | None = None, k: int = 0, dtype: Any = float):
     """``numpy.eye``: ones on the ``k``-th diagonal of an N × M matrix; inside a trace,
     ``row + k == column`` over two iotas, which each device computes for its block."""

@@ -12,6 +12,7 @@ from spmd.core.axes import normalize_axes
 from spmd.core.trace import aval_of
 from spmd.errors import ShapeError, SpmdTypeError, shape_str
 from spmd.numpy.elementwise import multiply  # type: ignore[attr-defined]
+from spmd.numpy.placement import takes_out_sharding
 from spmd.numpy.shape import reshape
 from spmd.prims.contraction import LETTERS, einsum_p
 
@@ -65,6 +66,7 @@ def _broadcast_batch(who: str, avals: Sequence[ShapedArray], batches: Sequence[t
     return labels, output
 
 
+@takes_out_sharding
 def matmul(x1: Any, x2: Any):
     """``numpy.matmul`` (the ``@`` operator). Example: ``matmul(ones((2, 3)), ones((3, 4)))``."""
     a, b = aval_of(x1), aval_of(x2)
@@ -91,6 +93,7 @@ def matmul(x1: Any, x2: Any):
     return _bind([x1, x2], [batch_a + core_a, batch_b + core_b], output, "matmul")
 
 
+@takes_out_sharding
 def dot(a: Any, b: Any):
     """``numpy.dot``: sum over the last axis of ``a`` and the second-to-last of ``b``.
 
@@ -113,6 +116,7 @@ def dot(a: Any, b: Any):
     return _bind([a, b], [labels_a, labels_b], output, "dot")
 
 
+@takes_out_sharding
 def tensordot(a: Any, b: Any, axes: int | Sequence[Any] = 2):
     """``numpy.tensordot``: sum products over ``axes`` (an int N: last N of a, first N of b).
 
@@ -229,6 +233,7 @@ def _einsum_output(subscripts: str, labels: list[list[Hashable]], rank: int) -> 
     return output
 
 
+@takes_out_sharding
 def einsum(subscripts: str, *operands: Any, optimize: Any = False):
     """``numpy.einsum`` with explicit or implicit output, ``...`` and broadcasting.
 

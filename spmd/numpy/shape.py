@@ -11,6 +11,7 @@ from spmd.core.aval import check_dtype
 from spmd.core.axes import as_int, as_ints, normalize_axes, normalize_axis
 from spmd.core.trace import aval_of
 from spmd.errors import ShapeError, SpmdError, SpmdTypeError
+from spmd.numpy.placement import takes_out_sharding
 from spmd.prims.shape import (
     broadcast_to_p,
     concatenate_p,
@@ -62,6 +63,7 @@ def _operands(arrays: Any, fn: str) -> list[Any]:
     return operands
 
 
+@takes_out_sharding
 def reshape(a: Any, shape: int | Sequence[int], order: str = "C") -> Any:
     """``numpy.reshape`` in C order, one -1 inferred. Example: ``reshape(x, (2, -1))``."""
     if order != "C":

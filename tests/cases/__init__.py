@@ -9,7 +9,7 @@ or ``m = spmd.numpy``, keyword arguments baked in; ``shapes`` gives one shape pe
 ``assert_matches`` are here so other tests (sharded runs, random programs) can reuse the rows.
 """
 
-from tests.cases.comparison import _comparison
+from tests.cases.comparison import _comparison, _padding
 from tests.cases.contraction import _contraction
 from tests.cases.creation import _creation
 from tests.cases.elementwise import _elementwise
@@ -46,6 +46,7 @@ _indexing()
 _creation()
 _nn()
 _comparison()
+_padding()
 
 __all__ = [
     "BOOL",

@@ -1,8 +1,11 @@
-"""The case table's rows for whole-array comparisons and copies: isclose, allclose,
-array_equal, array_equiv, copy."""
+"""The case table's rows for whole-array comparisons, copies and padding: isclose, allclose,
+array_equal, array_equiv, copy, pad."""
 
 from __future__ import annotations
 
+import numpy as np
+
+from spmd import ShapeError, SpmdValueError
 from tests.cases.table import DTYPES, SHAPES, SPECIAL, add, call, unary
 
 NAN_EQUAL = {**SPECIAL, "label": "special,equal_nan"}
@@ -22,3 +25,19 @@ def _comparison() -> None:
     add("array_equal", lambda m, x: m.array_equal(x, x), *unary(SHAPES), label="x,x", **red)
     add("array_equiv", call("array_equiv"), *PAIRS, ((2,), (3,)), **red)
     add("copy", call("copy"), *unary(SHAPES), family="creation", dtypes=DTYPES)
+
+
+def _padding() -> None:
+    shape = {"family": "shape"}
+    for width in (0, 1, (1, 2), ((0, 1),), ((1, 0), (2, 1)), ((1, 1), (0, 0), (2, 0))):
+        for shapes in ([s] for s in SHAPES):
+            if np.ndim(width) == 2 and len(width) not in (1, len(shapes[0])):
+                continue
+            add("pad", call("pad", width), shapes, label=f"{width}", **shape)
+    add("pad", call("pad", 2, constant_values=7), ((2, 3),), label="7", **shape)
+    add("pad", call("pad", ((1, 2), (0, 1)), mode="edge"), ((2, 3),), label="edge", **shape)
+    add("pad", call("pad", ((1, 0),), mode="edge"), ((0,),), label="edge", error=ShapeError,
+        numpy_too=True, **shape)  # fmt: skip
+    add("pad", call("pad", -1), ((2, 3),), label="-1", error=SpmdValueError, **shape)
+    add("pad", call("pad", 1, mode="reflect"), ((2, 3),), label="reflect", error=SpmdValueError,
+        numpy_too=False, **shape)  # fmt: skip
