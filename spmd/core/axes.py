@@ -51,3 +51,16 @@ def normalize_axes(axes: Any, ndim: int, fn: str, of: str, argument: str = "axis
                 f"dimension(s)); give each axis once."
             )
     return result
+
+
+def argument_positions(argnums: tuple[int, ...], count: int, who: str, option: str) -> tuple:
+    """``argnums`` (``static_argnums`` and kin) as positions among ``count`` positional
+    arguments, negatives counting from the end; ``who`` and ``option`` name them in errors."""
+    for i in argnums:
+        if not -count <= i < count:
+            raise SpmdTypeError(
+                f"{who}: {option} has {i}, but the call passed only {count} positional "
+                f"arguments; each entry must index one of them ({-count} to {count - 1}), so "
+                f"pass that argument positionally or drop it from {option}."
+            )
+    return tuple(dict.fromkeys(i % count for i in argnums))

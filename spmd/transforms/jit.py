@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from spmd.core.axes import argument_positions
 from spmd.core.interpret import compile_program
 from spmd.core.program import Program
 from spmd.core.trace import EVAL_TRACE, ProgramTrace, aval_of, current_trace, tracing
@@ -90,16 +91,7 @@ class Jitted:
 
     def _static_positions(self, args: tuple) -> tuple[int, ...]:
         """``static_argnums`` as positions in ``args`` (negative ones count from the end)."""
-        count = len(args)
-        for i in self.static_argnums:
-            if not -count <= i < count:
-                raise SpmdTypeError(
-                    f"jit({self.__name__}): static_argnums has {i}, but the call passed only "
-                    f"{count} positional arguments; each entry must index one of them "
-                    f"({-count} to {count - 1}), so pass that argument positionally or drop "
-                    f"it from static_argnums."
-                )
-        return tuple(dict.fromkeys(i % count for i in self.static_argnums))
+        return argument_positions(self.static_argnums, len(args), self.label, "static_argnums")
 
     def _split(self, args: tuple, kwargs: dict):
         if not self.static_argnums and not self.static_argnames:

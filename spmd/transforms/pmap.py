@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from spmd.core.aval import ShapedArray
-from spmd.core.axes import normalize_axis
+from spmd.core.axes import argument_positions, normalize_axis
 from spmd.core.axis_env import binding, bound_axes, pmap_levels
 from spmd.core.primitive import Primitive, Rules
 from spmd.core.program import Literal, Program, Var
@@ -228,15 +228,9 @@ class Pmapped:
 
     def static_positions(self, args: tuple) -> tuple[int, ...]:
         """``static_broadcasted_argnums`` as positions in ``args`` (negative: from the end)."""
-        count = len(args)
-        for i in self.static_argnums:
-            if not -count <= i < count:
-                raise SpmdTypeError(
-                    f"{self._where()}: static_broadcasted_argnums has {i}, but the call passed "
-                    f"only {count} positional arguments; each entry must index one of them "
-                    f"({-count} to {count - 1})."
-                )
-        return tuple(dict.fromkeys(i % count for i in self.static_argnums))
+        return argument_positions(
+            self.static_argnums, len(args), self._where(), "static_broadcasted_argnums"
+        )
 
     def _bind(self, args: tuple) -> Any:
         nested = bool(pmap_levels.get())
