@@ -82,3 +82,16 @@ def test_out_sharding_lays_out_results_of_contractions_reshapes_and_creation(tra
                 result = call(snp, spmd.device_put(x), spec)
             assert result.sharding == spmd.NamedSharding(mesh, spec), name
             np.testing.assert_allclose(result, expected, err_msg=name)
+
+
+def test_axis_types_are_part_of_the_mesh():
+    from spmd.sharding import AxisType
+
+    auto = spmd.make_mesh((2, 4), ("x", "y"))
+    explicit = spmd.make_mesh((2, 4), ("x", "y"), axis_types=(AxisType.Explicit,) * 2)
+    assert auto.axis_types == (AxisType.Auto, AxisType.Auto)
+    assert explicit != auto and "axis_types=(Explicit, Explicit)" in repr(explicit)
+    x = spmd.device_put(np.arange(8.0).reshape(2, 4), spmd.NamedSharding(explicit, P("x", "y")))
+    np.testing.assert_array_equal(spmd.jit(lambda v: v * 2)(x), np.arange(8.0).reshape(2, 4) * 2)
+    with pytest.raises(spmd.ShardingError, match=r"one spmd\.sharding\.AxisType per axis"):
+        spmd.make_mesh((2, 4), ("x", "y"), axis_types=(AxisType.Auto,))

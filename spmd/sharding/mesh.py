@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import enum
 import functools
 import itertools
 import math
@@ -37,6 +38,18 @@ def _device_grid(devices: object) -> np.ndarray:
     return grid
 
 
+def _types(axis_types: object, count: int) -> tuple[AxisType, ...]:
+    if axis_types is None:
+        return (AxisType.Auto,) * count
+    types = (axis_types,) if isinstance(axis_types, AxisType) else tuple(axis_types)
+    if len(types) != count or not all(isinstance(t, AxisType) for t in types):
+        raise ShardingError(
+            f"Mesh axis_types {axis_types!r} must be one spmd.sharding.AxisType per axis "
+            f"({count} of them), e.g. (AxisType.Auto,) * {count}."
+        )
+    return types
+
+
 def _names(axis_names: object, who: str) -> tuple:
     if isinstance(axis_names, str):
         return (axis_names,)
@@ -47,16 +60,32 @@ def _names(axis_names: object, who: str) -> tuple:
     return tuple(axis_names)
 
 
+class AxisType(enum.Enum):
+    """How a mesh axis shards values, as in JAX: ``Auto`` (jit propagates shardings),
+    ``Explicit`` (JAX carries the sharding in each value's type; spmd propagates it as for
+    Auto, so far) and ``Manual`` (inside shard_map)."""
+
+    Auto = "Auto"
+    Explicit = "Explicit"
+    Manual = "Manual"
+
+
 class Mesh:
-    """Devices laid out on a grid whose axes have names.
+    """Devices laid out on a grid whose axes have names (and types, Auto by default).
 
     Example: ``Mesh(np.array(spmd.devices()).reshape(2, 4), ('x', 'y'))``.
     """
 
-    __slots__ = ("_axis_names", "_devices", "_hash", "_key")
+    __slots__ = ("_axis_names", "_axis_types", "_devices", "_hash", "_key")
 
-    def __init__(self, devices: np.ndarray | Sequence, axis_names: str | Sequence[str]) -> None:
+    def __init__(
+        self,
+        devices: np.ndarray | Sequence,
+        axis_names: str | Sequence[str],
+        axis_types: Sequence[AxisType] | AxisType | None = None,
+    ) -> None:
         axis_names = _names(axis_names, "Mesh")
+        self._axis_types = _types(axis_types, len(axis_names))
         for name in axis_names:
             if not isinstance(name, str):
                 raise ShardingError(
@@ -85,7 +114,7 @@ class Mesh:
         grid.flags.writeable = False
         self._devices = grid
         self._axis_names = axis_names
-        self._key = (tuple(grid.flat), grid.shape, axis_names)
+        self._key = (tuple(grid.flat), grid.shape, axis_names, self._axis_types)
         self._hash = hash(self._key)
 
     @property
@@ -96,6 +125,10 @@ class Mesh:
     @property
     def axis_names(self) -> tuple[str, ...]:
         return self._axis_names
+
+    @property
+    def axis_types(self) -> tuple[AxisType, ...]:
+        return self._axis_types
 
     @property
     def shape(self) -> OrderedDict[str, int]:
@@ -149,7 +182,10 @@ class Mesh:
         return self._hash
 
     def __repr__(self) -> str:
-        return f"Mesh({', '.join(f'{n!r}: {s}' for n, s in self.shape_tuple)})"
+        axes = ", ".join(f"{n!r}: {s}" for n, s in self.shape_tuple)
+        if any(t is not AxisType.Auto for t in self._axis_types):
+            axes += f", axis_types=({', '.join(t.name for t in self._axis_types)})"
+        return f"Mesh({axes})"
 
     def __enter__(self) -> Mesh:
         _mesh_stack.set((*_mesh_stack.get(), self))
@@ -204,7 +240,11 @@ get_mesh = current_mesh
 
 
 def make_mesh(
-    axis_shapes: Sequence[int], axis_names: Sequence[str], devices: Sequence[Device] | None = None
+    axis_shapes: Sequence[int],
+    axis_names: Sequence[str],
+    axis_types: Sequence[AxisType] | None = None,
+    *,
+    devices: Sequence[Device] | None = None,
 ) -> Mesh:
     """A mesh of the given shape over ``devices`` (default: the first devices, in id order,
     as many as the shape holds, as JAX takes them).
@@ -246,7 +286,7 @@ def make_mesh(
         )
     grid = np.empty(len(devices), dtype=object)
     grid[:] = devices
-    return Mesh(grid.reshape(axis_shapes), axis_names)
+    return Mesh(grid.reshape(axis_shapes), axis_names, axis_types)
 
 
 @functools.lru_cache(maxsize=1024)

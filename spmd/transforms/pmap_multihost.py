@@ -117,7 +117,7 @@ def _local_mesh(mesh: Mesh, rows: int) -> Mesh:
     local = [d for d in mesh.devices.flat if d.process_index == here]
     grid = np.empty(len(local), dtype=object)
     grid[:] = local
-    return Mesh(grid.reshape((rows, *mesh.devices.shape[1:])), mesh.axis_names)
+    return Mesh(grid.reshape((rows, *mesh.devices.shape[1:])), mesh.axis_names, mesh.axis_types)
 
 
 def _local_rows(x: Any, local_mesh: Mesh, axis_name: str) -> Any:
