@@ -12,8 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from spmd.core.methods import ArrayMethods
-from spmd.core.trace import aval_of
+from spmd.core.trace import Tracer, aval_of
 from spmd.errors import ShapeError
 from spmd.numpy import arange, asarray, clip, logical_and, where
 
@@ -94,17 +93,11 @@ def _clamped(starts: Sequence[Any], shape: tuple, sizes: Sequence[int]) -> list:
     """Each start clamped into [0, n - size]: an int when it is known, else traced."""
     clamped = []
     for start, n, size in zip(starts, shape, sizes, strict=True):
-        if isinstance(start, ArrayMethods) and not _concrete(start):
+        if isinstance(start, Tracer):
             clamped.append(clip(start, 0, n - size))
         else:
             clamped.append(int(min(max(int(np.asarray(start)), 0), n - size)))
     return clamped
-
-
-def _concrete(value: Any) -> bool:
-    from spmd.core.trace import Tracer
-
-    return not isinstance(value, Tracer)
 
 
 def _grid(indices: list) -> tuple:

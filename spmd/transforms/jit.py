@@ -16,6 +16,7 @@ from spmd.core.trace import EVAL_TRACE, ProgramTrace, aval_of, current_trace, tr
 from spmd.errors import ShardingError, SpmdError, SpmdTypeError, plural
 from spmd.prims.constraint import inspect_sharding_p, sharding_constraint_p
 from spmd.runtime.array import Array
+from spmd.runtime.constrain import constrain
 from spmd.runtime.eager import result_sharding
 from spmd.runtime.executor import execute
 from spmd.runtime.put import _is_target, adopt, as_sharding, device_put, layout_for, placement
@@ -233,19 +234,12 @@ class Jitted:
             return out
         leaves, out_tree = tree_flatten(out)
         who = f"jit({self.__name__}) out_shardings"
-        pinned = []
-        for i, (leaf, target) in enumerate(zip(leaves, self._out_targets(out_tree), strict=True)):
-            if target is not None:
-                sharding = as_sharding(target, who)
-                if not isinstance(sharding, NamedSharding):
-                    raise ShardingError(
-                        f"{who}: inside another jit, output {i} can only be pinned to a "
-                        f"NamedSharding (it becomes a with_sharding_constraint), not "
-                        f"{sharding!r}; give the outer jit's out_shardings instead."
-                    )
-                layout_for(sharding, aval_of(leaf).shape, f"{who} for output {i} ({aval_of(leaf)})")
-                leaf = sharding_constraint_p.bind(leaf, sharding=sharding)
-            pinned.append(leaf)
+        pinned = [
+            leaf if target is None else constrain(leaf, target, f"{who} for output {i}")
+            for i, (leaf, target) in enumerate(
+                zip(leaves, self._out_targets(out_tree), strict=True)
+            )
+        ]
         return tree_unflatten(out_tree, pinned)
 
     def _finish(self, traced: _Traced, outs: list) -> Any:
