@@ -36,6 +36,18 @@ def _positive_float(name: str, value: Any) -> float:
     return number
 
 
+def _always_true(why: str) -> Callable[[str, Any], bool]:
+    """A JAX flag that spmd always has on: True is accepted, False is a clear error."""
+
+    def parse(name: str, value: Any) -> bool:
+        on = value.strip().lower() in ("1", "true") if isinstance(value, str) else value
+        if on is not True and on != 1:
+            raise ConfigError(f"{name} cannot be turned off in spmd: {why}.")
+        return True
+
+    return parse
+
+
 @dataclass(frozen=True)
 class _Option:
     default: Any
@@ -50,6 +62,15 @@ _OPTIONS = {
     "collective_timeout": _Option(60.0, "SPMD_COLLECTIVE_TIMEOUT", _positive_float),
     # the cores device work is scheduled for (None: those this process may run on)
     "cpu_cores": _Option(None, "SPMD_CPU_CORES", _positive_int_or_none),
+    # JAX flags that JAX code sets, for behaviour spmd always has
+    "jax_enable_x64": _Option(
+        True, "JAX_ENABLE_X64", _always_true("spmd keeps NumPy's dtypes, float64 included")
+    ),
+    "jax_threefry_partitionable": _Option(
+        True,
+        "JAX_THREEFRY_PARTITIONABLE",
+        _always_true("spmd's random numbers are the same whatever the sharding"),
+    ),
 }
 
 

@@ -3,7 +3,8 @@
 The reference slices each device's blocks with plain NumPy, calls the function on them,
 computes collectives by looping over the devices of each group (JAX's documented
 semantics), and writes each device's result back. Cases are drawn from a seeded generator
-(SPMD_SHARD_MAP_SEED): functions × meshes (8,), (2, 4), (2, 2, 2) × specs, uneven included.
+(SPMD_SHARD_MAP_SEED): functions × meshes (8,), (2, 4), (2, 2, 2) × specs, uneven included,
+each called eagerly (the body runs on concrete blocks) and under jit (traced).
 """
 
 from __future__ import annotations
@@ -192,21 +193,27 @@ def local_cases(count: int):
     return cases
 
 
+def called(f, mode: str):
+    """``f`` called eagerly (the body runs on concrete blocks) or under jit (traced)."""
+    return f if mode == "eager" else spmd.jit(f)
+
+
+@pytest.mark.parametrize("mode", ["eager", "jit"])
 @pytest.mark.parametrize(("mesh_key", "shape", "spec", "name"), local_cases(60))
-def test_local_functions_match_the_reference_on_any_split(mesh_key, shape, spec, name):
+def test_local_functions_match_the_reference_on_any_split(mesh_key, shape, spec, name, mode):
     mesh = mesh_of(mesh_key)
     rng = np.random.default_rng(abs(hash((shape, name))) % 2**32)
     x = rng.integers(-5, 9, size=shape).astype(np.float32)
     if name == "two_args":
         y = rng.integers(-5, 9, size=shape).astype(np.float32)
         f = spmd.shard_map(lambda a, b: a * b - a, mesh, in_specs=(spec, spec), out_specs=spec)
-        got = f(x, y)
+        got = called(f, mode)(x, y)
         blocks = device_blocks(mesh, [spec, spec], [x, y])
         want = assemble(mesh, spec, {c: a * b - a for c, (a, b) in blocks.items()})
     else:
         ours, oracle = LOCAL_FUNCTIONS[name]
         f = spmd.shard_map(ours, mesh, in_specs=spec, out_specs=spec)
-        got = f(x)
+        got = called(f, mode)(x)
         blocks = device_blocks(mesh, [spec], [x])
         want = assemble(mesh, spec, {c: oracle(b) for c, (b,) in blocks.items()})
     assert isinstance(got, spmd.Array)
@@ -301,10 +308,11 @@ def collective_cases(count: int):
     return cases
 
 
+@pytest.mark.parametrize("mode", ["eager", "jit"])
 @pytest.mark.parametrize(
     ("mesh_key", "shape", "spec", "name", "params", "reduce_first"), collective_cases(120)
 )
-def test_collectives_match_the_reference(mesh_key, shape, spec, name, params, reduce_first):
+def test_collectives_match_the_reference(mesh_key, shape, spec, name, params, reduce_first, mode):
     mesh = mesh_of(mesh_key)
     everyone = tuple(mesh.axis_names)
     rng = np.random.default_rng(len(shape) + 7 * sum(shape))
@@ -317,7 +325,7 @@ def test_collectives_match_the_reference(mesh_key, shape, spec, name, params, re
         return call_collective(name, pre(b), params)[None]
 
     f = spmd.shard_map(body, mesh, in_specs=spec, out_specs=P(everyone))
-    got = np.asarray(f(x))
+    got = np.asarray(called(f, mode)(x))
     blocks = device_blocks(mesh, [spec], [x])
     values = {c: pre(b) for c, (b,) in blocks.items()}
     if name == "axis_index":

@@ -69,10 +69,16 @@ class ProgramTrace(Trace):
         return Tracer(self, Var(aval))
 
     def atom(self, x: Any):
+        """The Program atom for ``x``: a tracer's variable, a literal, or a constant operand.
+
+        A value of an enclosing trace that is still running (a shard_map, pmap or inner jit
+        body closing over its caller's traced values) becomes a constant operand, which the
+        enclosing trace supplies, as in JAX."""
         if isinstance(x, Tracer):
-            if x.trace is not self:
+            if x.trace is self:
+                return x.node
+            if not (isinstance(x.trace, ProgramTrace) and x.trace.active):
                 raise x._escaped("in another traced function")
-            return x.node
         aval = aval_of(x)
         if type(x) in _PYTHON_SCALARS or (aval.ndim == 0 and isinstance(x, np.generic)):
             return Literal(x, aval)

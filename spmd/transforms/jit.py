@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -290,7 +290,7 @@ class Jitted:
         if self.in_shardings is not None:
             args, kwargs = self._place_inputs(args, kwargs)
         traced, _ = self.trace(*args, **kwargs)
-        return Lowered(traced.program, traced.partitioned)
+        return Lowered(traced.program, traced.partitioned, self)
 
 
 @dataclass(frozen=True)
@@ -299,6 +299,12 @@ class Lowered:
 
     program: Program
     partitioned: Partitioned | None = None
+    function: Any = field(default=None, repr=False, compare=False)
+
+    def compile(self) -> Compiled:
+        """The lowered function, ready to call as ``compiled(*args)`` (spmd compiles when it
+        traces, so this only hands over what lowering made)."""
+        return Compiled(self.program, self.partitioned, self.function)
 
     def as_text(self) -> str:
         """The per-device program with its collectives (the global program when it runs on
@@ -315,6 +321,14 @@ class Lowered:
                 "once, on one device, with no collectives.\n" + str(self.program)
             )
         return explain(self.partitioned)
+
+
+@dataclass(frozen=True)
+class Compiled(Lowered):
+    """A lowered function ready to run on arguments like those it was lowered for."""
+
+    def __call__(self, *args, **kwargs) -> Any:
+        return self.function(*args, **kwargs)
 
 
 def _same_mesh(sharding, mesh) -> bool:

@@ -14,6 +14,8 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from spmd.core.aval import ShapedArray
 from spmd.core.axis_env import binding, bound_axes, pmap_levels
 from spmd.core.primitive import Primitive, Rules
@@ -21,10 +23,15 @@ from spmd.core.program import Literal, Program, Var
 from spmd.core.trace import EVAL_TRACE, ProgramTrace, aval_of, current_trace, tracing
 from spmd.errors import ShapeError, ShardingError, SpmdTypeError, aval_str, plural
 from spmd.prims.collective import COLLECTIVES, no_impl
+from spmd.runtime.array import Array
+from spmd.runtime.put import device_put
+from spmd.sharding.device import process_index
 from spmd.sharding.mesh import Mesh, current_mesh, groups
+from spmd.sharding.named import NamedSharding
 from spmd.sharding.reshard import value_layout
 from spmd.sharding.rules import Decision, ValueSharding
 from spmd.sharding.spec import PartitionSpec
+from spmd.transforms.blocks_trace import BlocksTracer, run_on_blocks
 from spmd.transforms.manual import Held
 from spmd.transforms.replication import varying_axes
 from spmd.tree_util import tree_broadcast_prefix, tree_flatten, tree_unflatten
@@ -78,13 +85,20 @@ class ShardMapped:
         self._jitted = None
 
     def __call__(self, *args):
-        if current_trace() is EVAL_TRACE:
-            if self._jitted is None:
-                from spmd.transforms.jit import jit
+        if current_trace() is not EVAL_TRACE:
+            return self._bind(args)
+        mesh, leaves, in_tree, specs, in_dims = self._inputs(args)
+        even = all(len(set(_blocks(mesh, d, aval_of(x).shape))) == 1
+                   for x, d in zip(leaves, in_dims, strict=True))  # fmt: skip
+        if even and all(d.process_index == process_index() for d in mesh.devices.flat):
+            return self._run_on_blocks(mesh, leaves, in_tree, specs, in_dims)
+        # Blocks of different shapes need one trace per shape, and other processes' blocks
+        # are not here: those calls run compiled, as under jit.
+        if self._jitted is None:
+            from spmd.transforms.jit import jit
 
-                self._jitted = jit(lambda *a: self._bind(a))
-            return self._jitted(*args)
-        return self._bind(args)
+            self._jitted = jit(lambda *a: self._bind(a))
+        return self._jitted(*args)
 
     def _where(self) -> str:
         return f"shard_map({self.name})"
@@ -98,7 +112,8 @@ class ShardMapped:
             )
         return mesh
 
-    def _bind(self, args: tuple) -> Any:
+    def _inputs(self, args: tuple) -> tuple:
+        """The mesh, the argument leaves and tree, and each leaf's spec and split dims."""
         if pmap_levels.get() or bound_axes():
             raise ShardingError(
                 f"{self._where()} inside a pmap or another shard_map is not supported; use "
@@ -107,11 +122,53 @@ class ShardMapped:
         mesh = self._mesh()
         leaves, in_tree = tree_flatten(args)
         specs = self._broadcast(self.in_specs, args, "in_specs", "arguments")
-        avals = [aval_of(leaf) for leaf in leaves]
         in_dims = [
-            _dims(mesh, spec, aval, f"{self._where()} argument {i} ({aval})", "in_specs")
-            for i, (spec, aval) in enumerate(zip(specs, avals, strict=True))
+            _dims(mesh, spec, aval_of(x), f"{self._where()} argument {i} ({aval_of(x)})",
+                  "in_specs")
+            for i, (spec, x) in enumerate(zip(specs, leaves, strict=True))
+        ]  # fmt: skip
+        return mesh, leaves, in_tree, specs, in_dims
+
+    def _run_on_blocks(self, mesh: Mesh, leaves, in_tree, specs, in_dims) -> Any:
+        """The body run once on every device's concrete block (spmd/transforms/blocks_trace.py)."""
+        devices = list(mesh.devices.flat)
+        placed = [
+            device_put(x, NamedSharding(mesh, spec))._buffers
+            for x, spec in zip(leaves, specs, strict=True)
         ]
+        blocks = [[buffers[d] for d in devices] for buffers in placed]
+        varying = [frozenset(a for dim in dims for a in dim) for dims in in_dims]
+        with binding(dict(mesh.shape)):
+            out, trace = run_on_blocks(
+                self.f, mesh, blocks, varying, lambda t: tree_unflatten(in_tree, t)
+            )
+        out_leaves, out_tree = tree_flatten(out)
+        values = [
+            x if isinstance(x, BlocksTracer) else trace.new_value([np.asarray(x)] * len(devices),
+                                                                  frozenset())
+            for x in out_leaves
+        ]  # fmt: skip
+        out_specs = self._broadcast(self.out_specs, out, "out_specs", "results")
+        self._check_results(out_tree, len(values), len(out_specs))
+        results = []
+        for k, (value, spec) in enumerate(zip(values, out_specs, strict=True)):
+            dims = _dims(mesh, spec, value.aval, f"{self._where()} output {k} ({value.aval})",
+                         "out_specs")  # fmt: skip
+            self._check_varying(mesh, k, value.varying, dims, out_specs)
+            aval = _global_aval(mesh, [value.aval], (0,) * len(devices), dims, k)
+            layout = value_layout(mesh, dims, aval.shape)
+            first = {}
+            for p, block in enumerate(layout.blocks):  # replicas take the first one's block
+                first.setdefault(block, _read_only(value.blocks[p]))
+            buffers = {d: first[b] for d, b in zip(devices, layout.blocks, strict=True)}
+            results.append(
+                Array._from_buffers(NamedSharding(mesh, spec), buffers, aval.shape, aval.dtype)
+            )
+        return tree_unflatten(out_tree, results)
+
+    def _bind(self, args: tuple) -> Any:
+        mesh, leaves, in_tree, _, in_dims = self._inputs(args)
+        avals = [aval_of(leaf) for leaf in leaves]
         block_shapes = [_blocks(mesh, d, a.shape) for d, a in zip(in_dims, avals, strict=True)]
         signatures = list(zip(*block_shapes, strict=True)) if leaves else [()] * mesh.size
         distinct = list(dict.fromkeys(signatures))
@@ -195,22 +252,27 @@ class ShardMapped:
         inputs = [frozenset()] * nconsts + split
         unchecked = []
         for k, (varies, dims) in enumerate(zip(varying_axes(body, inputs), out_dims, strict=True)):
-            mentioned = {a for d in dims for a in d}
-            bad = [a for a in mesh.axis_names if a in varies and a not in mentioned]
-            if not bad:
-                continue
-            if self.check_rep:
-                axis = bad[0]
-                raise ShardingError(
-                    f"{self._where()}: out_specs {out_specs[k]} for output {k} says it is "
-                    f"replicated over mesh axis {axis!r}, but it varies over {axis!r}: it is "
-                    f"computed from blocks split over {axis!r} with no psum, pmean or "
-                    f"all_gather over {axis!r}. Name {axis!r} in its out_specs entry, "
-                    f"combine it with spmd.lax.psum(x, {axis!r}), or pass check_rep=False to "
-                    f"take the first device's value along {axis!r}."
-                )
-            unchecked.append((k, tuple(bad)))
+            bad = self._check_varying(mesh, k, varies, dims, out_specs)
+            if bad:
+                unchecked.append((k, bad))
         return unchecked
+
+    def _check_varying(self, mesh: Mesh, k: int, varies, dims: Dims, out_specs) -> tuple:
+        """The axes output ``k`` varies over but its out_specs entry calls replicated: an
+        error with check_rep, else returned (the first device's value along them wins)."""
+        mentioned = {a for d in dims for a in d}
+        bad = tuple(a for a in mesh.axis_names if a in varies and a not in mentioned)
+        if bad and self.check_rep:
+            axis = bad[0]
+            raise ShardingError(
+                f"{self._where()}: out_specs {out_specs[k]} for output {k} says it is "
+                f"replicated over mesh axis {axis!r}, but it varies over {axis!r}: it is "
+                f"computed from blocks split over {axis!r} with no psum, pmean or "
+                f"all_gather over {axis!r}. Name {axis!r} in its out_specs entry, "
+                f"combine it with spmd.lax.psum(x, {axis!r}), or pass check_rep=False to "
+                f"take the first device's value along {axis!r}."
+            )
+        return bad
 
 
 def _dims(mesh: Mesh, spec, aval, who: str, argument: str) -> Dims:
@@ -228,6 +290,13 @@ def _dims(mesh: Mesh, spec, aval, who: str, argument: str) -> Dims:
                 f"axes {mesh.axis_names!r}."
             )
     return spec.dims(aval.ndim)
+
+
+def _read_only(block: np.ndarray) -> np.ndarray:
+    if block.flags.writeable:
+        block = block.view()
+        block.flags.writeable = False
+    return block
 
 
 def _blocks(mesh: Mesh, dims: Dims, shape) -> list[tuple[int, ...]]:

@@ -1,0 +1,173 @@
+"""Running a shard_map body eagerly: once, on every device's concrete block at the same time.
+
+Each value of the body is a ``BlocksTracer`` holding one block per mesh position. An
+operation applies to each block in turn; a collective hands all the blocks to the
+Communicator, exactly as the compiled per-device program's collective step does; printing a
+value shows each device's block, as JAX's eager shard_map does. Each value also carries the
+mesh axes it varies over, so shard_map's replication check (check_rep) judges the eager run
+as it judges a traced body.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+
+from spmd.core.aval import ShapedArray
+from spmd.core.primitive import Primitive
+from spmd.core.program import Var
+from spmd.core.trace import (
+    Trace,
+    Tracer,
+    TracerBoolConversionError,
+    UnexpectedTracerError,
+    aval_of,
+    tracing,
+)
+from spmd.errors import SpmdError
+from spmd.prims.collective import COLLECTIVES, axis_index_p
+from spmd.runtime.array import Array
+from spmd.runtime.collectives import run_collective
+from spmd.runtime.communicator import communicator_for
+from spmd.sharding.mesh import Mesh
+
+Varying = frozenset[str]
+
+
+class BlocksTrace(Trace):
+    """Applies each primitive to every mesh position's block of its operands."""
+
+    def __init__(self, mesh: Mesh) -> None:
+        self.mesh = mesh
+        self.devices = list(mesh.devices.flat)
+        self.comm = communicator_for(self.devices)
+        self.active = True
+
+    def new_value(self, blocks: list, varying: Varying, aval: ShapedArray | None = None):
+        aval = aval_of(blocks[0]) if aval is None else aval
+        return BlocksTracer(self, aval, blocks, varying)
+
+    def _blocks(self, x: Any) -> list:
+        if isinstance(x, BlocksTracer) and x.trace is self:
+            return x.blocks
+        if isinstance(x, Tracer):
+            raise x._escaped("in a shard_map body running on concrete blocks")
+        value = np.asarray(x) if isinstance(x, Array) else x  # a closed-over value: replicated
+        return [value] * len(self.devices)
+
+    def process(self, primitive: Primitive, args: tuple, params: dict) -> Any:
+        if not self.active:
+            raise UnexpectedTracerError(
+                "A shard_map body's value was used after its shard_map returned; return it "
+                "from the body instead."
+            )
+        operands = [self._blocks(a) for a in args]
+        in_avals = [a.aval if isinstance(a, BlocksTracer) else aval_of(a) for a in args]
+        out = primitive.rules.shape(*in_avals, **params)
+        out_avals = list(out) if primitive.multiple_results else [out]
+        if primitive in COLLECTIVES:
+            results = [self._collective(primitive, operands[0], params)]
+        elif primitive is axis_index_p:
+            results = [self._axis_index(params["axes"])]
+        else:
+            results = self._per_block(primitive, operands, params, len(out_avals))
+        rule = primitive.rules.varying
+        varying = [a.varying if isinstance(a, BlocksTracer) else frozenset() for a in args]
+        if rule is not None:
+            out_varying = rule(SimpleNamespace(params=params), varying)
+        else:
+            out_varying = [frozenset().union(*varying)] * len(out_avals)
+        tracers = [
+            BlocksTracer(self, aval, [_as_dtype(b, aval) for b in blocks], v)
+            for aval, blocks, v in zip(out_avals, results, out_varying, strict=True)
+        ]
+        return tracers if primitive.multiple_results else tracers[0]
+
+    def _per_block(self, primitive: Primitive, operands: list, params: dict, count: int):
+        impl = primitive.rules.impl
+        per_position = []
+        for blocks in zip(*operands, strict=True) if operands else [()] * len(self.devices):
+            out = impl(np, *blocks, **params)
+            per_position.append(list(out) if primitive.multiple_results else [out])
+        return [[outs[k] for outs in per_position] for k in range(count)]
+
+    def _collective(self, primitive: Primitive, blocks: list, params: dict) -> list:
+        buffers = {d: np.asarray(b) for d, b in zip(self.devices, blocks, strict=True)}
+        shapes = [np.shape(b) for b in blocks]
+        out = run_collective(primitive.name, params, buffers, shapes, self.mesh, self.comm)
+        return [out[d] for d in self.devices]
+
+    def _axis_index(self, axes: tuple[str, ...]) -> list:
+        sizes = dict(self.mesh.shape)
+        index = []
+        for coords in np.ndindex(self.mesh.devices.shape):
+            where = dict(zip(self.mesh.axis_names, coords, strict=True))
+            linear = 0
+            for a in axes:
+                linear = linear * sizes[a] + where[a]
+            index.append(np.int32(linear))
+        return index
+
+
+def _as_dtype(block: Any, aval: ShapedArray) -> np.ndarray:
+    """A block as an array of the dtype the shape rule promised (NumPy's promotion of a
+    0-d operand can differ from the rule's weak typing)."""
+    block = np.asarray(block)
+    if block.dtype != aval.dtype:
+        block = block.astype(aval.dtype)
+    if block.shape != aval.shape:
+        raise RuntimeError(
+            f"internal error: a shard_map block of shape {block.shape} where the shape rule "
+            f"promised {aval}; please report this."
+        )
+    return block
+
+
+class BlocksTracer(Tracer):
+    """A value of a shard_map body run eagerly: one concrete block per mesh position."""
+
+    def __init__(self, trace: BlocksTrace, aval: ShapedArray, blocks: list, varying: Varying):
+        super().__init__(trace, Var(aval))
+        self.blocks = blocks
+        self.varying = varying
+
+    def __repr__(self) -> str:
+        mesh = self.trace.mesh
+        names = ", ".join(mesh.axis_names) + ("," if len(mesh.axis_names) == 1 else "")
+        entries = []
+        for device, coords, block in zip(
+            self.trace.devices, np.ndindex(mesh.devices.shape), self.blocks, strict=True
+        ):
+            entries.append(
+                f"On {device.platform}:{device.id} at mesh coordinates ({names}) = "
+                f"{tuple(coords)}:\n{block}\n"
+            )
+        return "\n".join(entries)
+
+    def _concrete_error(self, what: str) -> SpmdError:
+        if not self.trace.active:
+            return self._escaped("for its " + what.removeprefix("The ").lower())
+        return TracerBoolConversionError(
+            f"{what} of a shard_map body's value {self.aval} is one per device (this body "
+            f"runs on {len(self.blocks)} blocks at once), so Python cannot branch on it. Use "
+            f"spmd.numpy.where(cond, a, b), or reduce it first (spmd.lax.psum / pmax)."
+        )
+
+
+def run_on_blocks(
+    f: Callable, mesh: Mesh, args_blocks: Sequence[list], varying: Sequence[Varying], build_args
+) -> tuple[list[BlocksTracer | Any], BlocksTrace]:
+    """Call ``f`` once with one BlocksTracer per argument (``args_blocks[i]`` lists argument
+    ``i``'s block at each mesh position); ``build_args`` turns the tracers into ``f``'s
+    arguments. Returns ``f``'s result and the trace (closed when this returns)."""
+    trace = BlocksTrace(mesh)
+    tracers = [trace.new_value(b, v) for b, v in zip(args_blocks, varying, strict=True)]
+    try:
+        with tracing(trace):
+            out = f(*build_args(tracers))
+    finally:
+        trace.active = False
+    return out, trace
