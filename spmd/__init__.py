@@ -52,6 +52,7 @@ from spmd.transforms.pmap import pmap
 from spmd.transforms.shard_map import shard_map, smap
 from spmd.transforms.shards import num_shards, pmap_shards, shard, stack
 from spmd.transforms.tasks import run_tasks, shard_tasks
+from spmd.transforms.typeof import typeof
 
 __version__ = "0.1.0"
 
@@ -119,5 +120,6 @@ __all__ = [
     "smap",
     "stack",
     "tree_util",
+    "typeof",
     "use_mesh",
 ]

@@ -60,13 +60,23 @@ class ProgramTrace(Trace):
 
     def __init__(self) -> None:
         self.equations: list[Equation] = []
+        self.invars: list[Var] = []
         self.constvars: list[Var] = []
         self.consts: list[Any] = []
         self._const_ids: dict[int, Var] = {}
         self.active = True
+        # (trace, var) -> the type ``spmd.typeof`` reports, set by the transformation that
+        # knows more than shapes (how jit's arguments lie, which axes shard_map's vary over)
+        self.types: Any = None
 
     def new_arg(self, aval: ShapedArray) -> Tracer:
-        return Tracer(self, Var(aval))
+        var = Var(aval)
+        self.invars.append(var)
+        return Tracer(self, var)
+
+    def so_far(self, outvars: list[Var]) -> Program:
+        """The program traced so far, returning ``outvars``."""
+        return Program(self.constvars, self.invars, self.equations, outvars, self.consts)
 
     def atom(self, x: Any):
         """The Program atom for ``x``: a tracer's variable, a literal, or a constant operand.

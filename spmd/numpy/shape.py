@@ -32,6 +32,7 @@ __all__ = [
     "ravel",
     "repeat",
     "reshape",
+    "roll",
     "split",
     "squeeze",
     "stack",
@@ -249,6 +250,32 @@ def repeat(a: Any, repeats: int | Sequence[int], axis: int | None = None) -> Any
     if is_int or len(counts) == 1:
         return repeat_p.bind(a, repeats=counts[0], axis=axis)
     return repeat_p.bind(a, repeats=counts, axis=axis)
+
+
+def roll(a: Any, shift: int | Sequence[int], axis: int | Sequence[int] | None = None) -> Any:
+    """``numpy.roll``: elements shifted along ``axis`` (flattened if None), those pushed off
+    one end coming back at the other. Example: ``roll(x, 1)``."""
+    aval = aval_of(a)
+    if axis is None:
+        return reshape(roll(ravel(a), shift, 0), aval.shape)
+    shifts = as_ints(shift, "spmd.numpy.roll", "shift")
+    axes = [normalize_axis(x, aval.ndim, "spmd.numpy.roll", str(aval))
+            for x in as_ints(axis, "spmd.numpy.roll", "axis")]  # fmt: skip
+    if len(shifts) != len(axes) and 1 not in (len(shifts), len(axes)):
+        raise ShapeError(
+            f"spmd.numpy.roll: shift {shift!r} and axis {axis!r} must have the same length "
+            f"(or one of them be a single value)."
+        )
+    count = max(len(shifts), len(axes))
+    total: dict[int, int] = {}
+    for s, ax in zip(shifts * (count // len(shifts)), axes * (count // len(axes)), strict=True):
+        total[ax] = total.get(ax, 0) + s
+    for ax, s in total.items():
+        n = aval.shape[ax]
+        if n and s % n:
+            head, tail = split(a, [n - s % n], axis=ax)
+            a = concatenate([tail, head], axis=ax)
+    return a
 
 
 def astype(x: Any, dtype: Any) -> Any:

@@ -26,6 +26,7 @@ from spmd.sharding.named import NamedSharding
 from spmd.sharding.rules import ValueSharding
 from spmd.sharding.spec import PartitionSpec
 from spmd.transforms.partition import partition
+from spmd.transforms.typeof import PropagatedTypes
 from spmd.tree_util import (
     tree_broadcast_prefix,
     tree_flatten,
@@ -141,6 +142,7 @@ class Jitted:
     def _compile(self, static, in_tree, leaves: list) -> _Traced:
         trace = ProgramTrace()
         tracers = [trace.new_arg(aval_of(leaf)) for leaf in leaves]
+        trace.types = _argument_types(leaves)
         with tracing(trace):
             out = self._call_with(static, tracers, in_tree)
         out_leaves, out_tree = tree_flatten(out)
@@ -329,6 +331,16 @@ class Compiled(Lowered):
 
     def __call__(self, *args, **kwargs) -> Any:
         return self.function(*args, **kwargs)
+
+
+def _argument_types(leaves: list) -> PropagatedTypes | None:
+    """What ``typeof`` reports inside the function: shardings propagated from the first
+    argument mesh's (None: no argument lies on a mesh)."""
+    for leaf in leaves:
+        if type(leaf) is Array and isinstance(leaf.sharding, NamedSharding):
+            mesh = leaf.sharding.mesh
+            return PropagatedTypes(mesh, [on_mesh(x, mesh) for x in leaves])
+    return None
 
 
 def _same_mesh(sharding, mesh) -> bool:

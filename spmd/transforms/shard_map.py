@@ -34,6 +34,7 @@ from spmd.sharding.spec import PartitionSpec
 from spmd.transforms.blocks_trace import BlocksTracer, run_on_blocks
 from spmd.transforms.manual import Held
 from spmd.transforms.replication import varying_axes
+from spmd.transforms.typeof import VaryingTypes
 from spmd.tree_util import tree_broadcast_prefix, tree_flatten, tree_unflatten
 
 Dims = tuple[tuple[str, ...], ...]
@@ -173,7 +174,8 @@ class ShardMapped:
         signatures = list(zip(*block_shapes, strict=True)) if leaves else [()] * mesh.size
         distinct = list(dict.fromkeys(signatures))
         body_of = tuple(distinct.index(s) for s in signatures)
-        traced = [self._trace(mesh, sig, avals, in_tree) for sig in distinct]
+        in_varying = [frozenset(a for dim in dims for a in dim) for dims in in_dims]
+        traced = [self._trace(mesh, sig, avals, in_tree, in_varying) for sig in distinct]
         out_tree = traced[0][1]
         for _, other in traced[1:]:
             if other != out_tree:
@@ -233,12 +235,13 @@ class ShardMapped:
         leaves, _ = tree_flatten(full, is_leaf=_is_spec)
         return [PartitionSpec() if s is None else s for s in leaves]
 
-    def _trace(self, mesh: Mesh, signature, avals, in_tree) -> tuple[Program, Any]:
+    def _trace(self, mesh: Mesh, signature, avals, in_tree, in_varying) -> tuple[Program, Any]:
         trace = ProgramTrace()
         tracers = [
             trace.new_arg(ShapedArray(tuple(shape), a.dtype, a.weak_type))
             for shape, a in zip(signature, avals, strict=True)
         ]
+        trace.types = VaryingTypes(mesh, in_varying)
         with tracing(trace), binding(dict(mesh.shape)):
             args = tree_unflatten(in_tree, tracers)
             out = self.f(*args)

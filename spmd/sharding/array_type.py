@@ -1,0 +1,61 @@
+"""The type ``spmd.typeof`` reports, as JAX writes it: ``float32[8@x,4]{V:y}``.
+
+Beyond shape, dtype and weak type, it carries the sharding over the mesh's Explicit axes
+(JAX's sharding in types: a dimension split over Explicit axis ``x`` shows as ``8@x``; Auto
+axes follow the data and do not show) and, inside shard_map, the mesh axes the value varies
+over (``vma``: devices along them may hold different blocks).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from spmd.core.aval import ShapedArray
+from spmd.sharding.mesh import AxisType, Mesh
+from spmd.sharding.named import NamedSharding
+from spmd.sharding.spec import PartitionSpec
+
+
+@dataclass(frozen=True)
+class ArrayType(ShapedArray):
+    sharding: NamedSharding | None = None
+    vma: frozenset[str] = frozenset()
+    mesh_axes: tuple[str, ...] = field(default=(), compare=False, repr=False)  # vma's order
+
+    def __str__(self) -> str:
+        dims = [str(n) for n in self.shape]
+        if self.sharding is not None:
+            for d, entry in enumerate(self.sharding.spec):
+                names = (entry,) if isinstance(entry, str) else tuple(entry or ())
+                if names:
+                    dims[d] += "@" + _names(names)
+        text = f"{'~' if self.weak_type else ''}{self.dtype.name}[{','.join(dims)}]"
+        vma = tuple(a for a in self.mesh_axes if a in self.vma)
+        return text + ("{V:" + _names(vma) + "}" if vma else "")
+
+    def __repr__(self) -> str:
+        return f"ShapedArray({self})"
+
+
+def _names(names: tuple[str, ...]) -> str:
+    return names[0] if len(names) == 1 else f"({','.join(names)})"
+
+
+def explicit_type(aval: ShapedArray, mesh: Mesh, dims: Iterable[tuple[str, ...]]) -> ArrayType:
+    """``aval`` split over ``mesh`` as ``dims``, showing the Explicit axes only."""
+    explicit = {a for a, t in zip(mesh.axis_names, mesh.axis_types, strict=True)
+                if t is AxisType.Explicit}  # fmt: skip
+    entries = []
+    for axes in dims:
+        kept = tuple(a for a in axes if a in explicit)
+        entries.append(None if not kept else kept[0] if len(kept) == 1 else kept)
+    spec = PartitionSpec(*entries)
+    return ArrayType(aval.shape, aval.dtype, aval.weak_type, NamedSharding(mesh, spec))
+
+
+def varying_type(aval: ShapedArray, mesh: Mesh, varying: Iterable[str]) -> ArrayType:
+    """A shard_map body's value (one block per device) that varies over ``varying``."""
+    return ArrayType(
+        aval.shape, aval.dtype, aval.weak_type, vma=frozenset(varying), mesh_axes=mesh.axis_names
+    )

@@ -1,0 +1,60 @@
+"""``spmd.typeof``: a value's type as JAX reports it, for Arrays, traced values and the
+values of a shard_map body (spmd/sharding/array_type.py says what it shows)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from spmd.core.program import Var
+from spmd.core.trace import ProgramTrace, Tracer, aval_of
+from spmd.runtime.array import Array
+from spmd.sharding.array_type import ArrayType, explicit_type, varying_type
+from spmd.sharding.mesh import Mesh
+from spmd.sharding.named import NamedSharding
+from spmd.sharding.propagate import propagate
+from spmd.sharding.rules import ValueSharding
+from spmd.transforms.blocks_trace import BlocksTracer
+from spmd.transforms.replication import varying_axes
+
+
+def typeof(x: Any) -> ArrayType:
+    """The type of ``x``: shape, dtype, sharding over Explicit mesh axes, varying axes.
+
+    Example: on ``make_mesh((2, 4), ('x', 'y'), axis_types=(AxisType.Explicit,) * 2)``,
+    ``typeof(device_put(np.ones((8, 4)), P('x')))`` is ``float64[8@x,4]``.
+    """
+    if isinstance(x, BlocksTracer):
+        return varying_type(x.aval, x.trace.mesh, x.varying)
+    if isinstance(x, Tracer) and isinstance(x.trace, ProgramTrace) and x.trace.types is not None:
+        return x.trace.types(x.trace, x.node)
+    aval = aval_of(x)
+    if isinstance(x, Array) and isinstance(x.sharding, NamedSharding):
+        return explicit_type(aval, x.sharding.mesh, x.sharding.spec.dims(aval.ndim))
+    return ArrayType(aval.shape, aval.dtype, aval.weak_type)
+
+
+class PropagatedTypes:
+    """Types inside jit: each value's sharding as propagation gives it from the arguments'
+    (over the program traced so far)."""
+
+    def __init__(self, mesh: Mesh, in_shardings: list[ValueSharding | None]) -> None:
+        self.mesh = mesh
+        self.in_shardings = in_shardings
+
+    def __call__(self, trace: ProgramTrace, var: Var) -> ArrayType:
+        program = trace.so_far([var])
+        found = propagate(program, self.mesh, self.in_shardings).shardings.get(var)
+        dims = found.dims if found is not None else ((),) * var.aval.ndim
+        return explicit_type(var.aval, self.mesh, dims)
+
+
+class VaryingTypes:
+    """Types inside a traced shard_map body: the mesh axes each value varies over."""
+
+    def __init__(self, mesh: Mesh, in_varying: list[frozenset[str]]) -> None:
+        self.mesh = mesh
+        self.in_varying = in_varying
+
+    def __call__(self, trace: ProgramTrace, var: Var) -> ArrayType:
+        (varies,) = varying_axes(trace.so_far([var]), self.in_varying)
+        return varying_type(var.aval, self.mesh, varies)
