@@ -25,7 +25,7 @@ from spmd.runtime.construct import (
     make_array_from_process_local_data,
     make_array_from_single_device_arrays,
 )
-from spmd.runtime.put import device_put
+from spmd.runtime.put import device_get, device_put
 from spmd.sharding import (
     Mesh,
     NamedSharding,
@@ -89,6 +89,7 @@ __all__ = [
     "config",
     "debug",
     "device_count",
+    "device_get",
     "device_put",
     "devices",
     "distributed",

@@ -36,8 +36,8 @@ def test_two_axis_coordinates_name_every_axis(capsys):
         out_specs=P("x", "y"),
     )(np.zeros((2, 2)))
     printed = capsys.readouterr().out
-    assert "On cpu:1 at mesh coordinates (x, y) = (0, 1):\n1\n" in printed
-    assert "On cpu:2 at mesh coordinates (x, y) = (1, 0):\n0\n" in printed
+    assert "On cpu:1 at mesh coordinates (x, y,) = (0, 1):\n1\n" in printed
+    assert "On cpu:2 at mesh coordinates (x, y,) = (1, 0):\n0\n" in printed
 
 
 def test_psum_of_a_number_is_a_python_int_usable_in_range():

@@ -1,18 +1,22 @@
-"""spmd.lax: operations below spmd.numpy: sharding constraints, collectives, dynamic slices."""
+"""spmd.lax: operations below spmd.numpy: sharding constraints, collectives, dynamic slices,
+loops."""
 
 from spmd.lax.collectives import (
     all_gather,
     all_to_all,
     axis_index,
     axis_size,
+    pcast,
     pmax,
     pmean,
     pmin,
     ppermute,
     psum,
     psum_scatter,
+    pvary,
 )
 from spmd.lax.constraints import reshard, with_sharding_constraint
+from spmd.lax.control import fori_loop, scan
 from spmd.lax.slicing import (
     dynamic_index_in_dim,
     dynamic_slice,
@@ -31,12 +35,16 @@ __all__ = [
     "dynamic_slice_in_dim",
     "dynamic_update_slice",
     "dynamic_update_slice_in_dim",
+    "fori_loop",
+    "pcast",
     "pmax",
     "pmean",
     "pmin",
     "ppermute",
     "psum",
     "psum_scatter",
+    "pvary",
     "reshard",
+    "scan",
     "with_sharding_constraint",
 ]

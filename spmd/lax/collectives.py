@@ -13,7 +13,7 @@ import numpy as np
 from spmd.core.axes import as_int, normalize_axis
 from spmd.core.axis_env import axis_names, group_size
 from spmd.core.trace import aval_of
-from spmd.errors import ShapeError, SpmdTypeError
+from spmd.errors import ShapeError, SpmdTypeError, SpmdValueError
 from spmd.prims.collective import (
     all_gather_p,
     all_to_all_p,
@@ -21,6 +21,7 @@ from spmd.prims.collective import (
     ppermute_p,
     psum_p,
     psum_scatter_p,
+    pvary_p,
 )
 from spmd.tree_util import tree_map
 
@@ -71,6 +72,23 @@ def axis_index(axis_name: Any) -> Any:
     """This device's int32 index along ``axis_name`` (a tuple reads major to minor)."""
     axes = axis_names(axis_name, "axis_index")
     return axis_index_p.bind(axes=axes, size=group_size(axes))
+
+
+def pvary(x: Any, axis_name: Any) -> Any:
+    """``x`` unchanged, typed as varying over ``axis_name`` (so that, say, a scan carry that
+    starts replicated matches the varying value it becomes). Moves no data."""
+    axes = axis_names(axis_name, "pvary")
+    return tree_map(lambda leaf: pvary_p.bind(leaf, axes=axes) if axes else leaf, x)
+
+
+def pcast(x: Any, axis_name: Any, *, to: str) -> Any:
+    """JAX's ``pcast``: ``to="varying"`` is ``pvary`` (x typed as varying over the axes)."""
+    if to != "varying":
+        raise SpmdValueError(
+            f"pcast: to={to!r} is not supported; spmd casts to 'varying' only (values become "
+            f"unvarying through psum, pmean or all_gather)."
+        )
+    return pvary(x, axis_name)
 
 
 def axis_size(axis_name: Any) -> int:
@@ -178,10 +196,12 @@ __all__ = [
     "all_to_all",
     "axis_index",
     "axis_size",
+    "pcast",
     "pmax",
     "pmean",
     "pmin",
     "ppermute",
     "psum",
     "psum_scatter",
+    "pvary",
 ]

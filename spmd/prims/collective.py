@@ -102,6 +102,8 @@ psum_scatter_p = _collective("psum_scatter", _psum_scatter_shape, _adds_axes)
 ppermute_p = _collective("ppermute", _same, _adds_axes)
 all_to_all_p = _collective("all_to_all", _all_to_all_shape, _adds_axes)
 axis_index_p = _collective("axis_index", _axis_index_shape, _adds_axes)
+# The same value, now typed as varying over ``axes`` (JAX's pvary): it moves no data.
+pvary_p = Primitive("pvary", Rules(shape=_same, impl=lambda xp, x, *, axes: x, varying=_adds_axes))
 
 COLLECTIVES = frozenset({psum_p, all_gather_p, psum_scatter_p, ppermute_p, all_to_all_p})
 

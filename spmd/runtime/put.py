@@ -85,6 +85,12 @@ def _is_python_data(x: Any) -> bool:
     return False
 
 
+def device_get(x: Any) -> Any:
+    """``x`` (an Array or a pytree of them) as NumPy arrays on the host; other leaves stay
+    as they are. Example: ``spmd.device_get({'w': w})['w']`` is a NumPy array."""
+    return tree_map(lambda leaf: np.asarray(leaf) if isinstance(leaf, Array) else leaf, x)
+
+
 def device_put(x: Any, device_or_sharding: Any = None) -> Any:
     """Place ``x`` (an array, scalar, list or pytree of them) on devices as a sharded Array.
 

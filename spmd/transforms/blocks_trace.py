@@ -136,7 +136,7 @@ class BlocksTracer(Tracer):
 
     def __repr__(self) -> str:
         mesh = self.trace.mesh
-        names = ", ".join(mesh.axis_names) + ("," if len(mesh.axis_names) == 1 else "")
+        names = ", ".join(mesh.axis_names) + ","  # JAX writes (i,) and (i, j,)
         entries = []
         for device, coords, block in zip(
             self.trace.devices, np.ndindex(mesh.devices.shape), self.blocks, strict=True

@@ -149,7 +149,7 @@ class ShardMapped:
                                                                   frozenset())
             for x in out_leaves
         ]  # fmt: skip
-        out_specs = self._broadcast(self.out_specs, out, "out_specs", "results")
+        out_specs = self._out_specs(out)
         self._check_results(out_tree, len(values), len(out_specs))
         results = []
         for k, (value, spec) in enumerate(zip(values, out_specs, strict=True)):
@@ -186,7 +186,7 @@ class ShardMapped:
         bodies, consts = _close([p for p, _ in traced], self._where())
         _check_collectives(mesh, bodies, body_of)
         placeholders = tree_unflatten(out_tree, [0] * len(bodies[0].outvars))
-        out_specs = self._broadcast(self.out_specs, placeholders, "out_specs", "results")
+        out_specs = self._out_specs(placeholders)
         self._check_results(out_tree, len(bodies[0].outvars), len(out_specs))
         out_dims = [
             _dims(mesh, spec, v.aval, f"{self._where()} output {i} ({v.aval})", "out_specs")
@@ -222,6 +222,12 @@ class ShardMapped:
             f"{self.out_specs!r} gives {plural(specs, 'spec')}; return one array per out_specs "
             f"entry (not None), and give one out_specs entry per returned array."
         )
+
+    def _out_specs(self, out) -> list:
+        """One spec per returned array; a function returning nothing takes out_specs=None."""
+        if self.out_specs is None and not tree_flatten(out)[0]:
+            return []
+        return self._broadcast(self.out_specs, out, "out_specs", "results")
 
     def _broadcast(self, specs, tree, argument: str, of: str) -> list:
         try:
