@@ -101,8 +101,11 @@ def test_at_keeps_the_dtype_and_rejects_bad_indices():
         x.at[7].set(1)
     with pytest.raises(spmd.SpmdIndexError, match=r"x.at\[...\].set: index 7 is out of bounds"):
         x.at[7].set(1)
-    with pytest.raises(spmd.SpmdTypeError, match="known when the function is traced"):
-        spmd.jit(lambda v, i: v.at[i].set(0))(np.zeros(4), 2)
+    np.testing.assert_array_equal(
+        spmd.jit(lambda v, i: v.at[i].set(0))(np.ones(4), 2), [1.0, 1.0, 0.0, 1.0]
+    )
+    with pytest.raises(spmd.SpmdTypeError, match="index entry 0"):
+        spmd.jit(lambda v, i: v.at[i].set(0))(np.zeros(4), np.array([1, 2]))
 
 
 SPECIAL = np.array([0.0, -0.0, 1.0, 1 + 1e-9, np.nan, np.inf, -np.inf, 1e300])

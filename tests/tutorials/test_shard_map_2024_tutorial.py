@@ -527,7 +527,6 @@ def test_ppermute_shifts_blocks_around_the_ring(capsys):
 
 
 # Collectives tutorial: psum_scatter written with ppermute
-@pytest.mark.xfail(strict=True, reason="x.at[traced index].add is refused (axis_index-based)")
 def test_psum_scatter_written_with_ppermute_matches_the_builtin(capsys):
     mesh1d = mesh_1d()
 

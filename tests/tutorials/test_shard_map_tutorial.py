@@ -695,7 +695,6 @@ def test_ppermute_shifts_blocks_around_the_ring(capsys):
 
 
 # "Collectives tutorial" / ppermute: psum_scatter written with ppermute (transcribed)
-@pytest.mark.xfail(strict=True, reason="x.at[traced index].add")
 def test_psum_scatter_built_from_ppermute(capsys):
     from spmd.sharding import Mesh
     from spmd.sharding import PartitionSpec as P
