@@ -182,10 +182,13 @@ class Tracer(ArrayMethods):
     def _concrete_error(self, what: str) -> SpmdError:
         if not self.trace.active:
             return self._escaped("for its " + what.removeprefix("The ").lower())
-        return TracerBoolConversionError(
-            f"{what} of a traced value {self.aval} is not known while tracing: its data "
-            f"exists only when the program runs. Use spmd.numpy.where(cond, a, b) instead of "
-            f"`if`, or mark the argument static with jit(..., static_argnums=...)."
+        return TracerBoolConversionError(f"{what} of {self._why_not_concrete()}")
+
+    def _why_not_concrete(self) -> str:
+        return (
+            f"a traced value {self.aval} is not known while tracing: its data exists only "
+            f"when the program runs. Use spmd.numpy.where(cond, a, b) instead of `if`, or mark "
+            f"the argument static with jit(..., static_argnums=...)."
         )
 
     def __bool__(self) -> bool:

@@ -22,12 +22,10 @@ from spmd.core.program import Var
 from spmd.core.trace import (
     Trace,
     Tracer,
-    TracerBoolConversionError,
     UnexpectedTracerError,
     aval_of,
     tracing,
 )
-from spmd.errors import SpmdError
 from spmd.prims.collective import COLLECTIVES, axis_index_p
 from spmd.runtime.array import Array
 from spmd.runtime.collectives import run_collective
@@ -147,12 +145,10 @@ class BlocksTracer(Tracer):
             )
         return "\n".join(entries)
 
-    def _concrete_error(self, what: str) -> SpmdError:
-        if not self.trace.active:
-            return self._escaped("for its " + what.removeprefix("The ").lower())
-        return TracerBoolConversionError(
-            f"{what} of a shard_map body's value {self.aval} is one per device (this body "
-            f"runs on {len(self.blocks)} blocks at once), so Python cannot branch on it. Use "
+    def _why_not_concrete(self) -> str:
+        return (
+            f"a shard_map body's value {self.aval} is one per device (this body runs on "
+            f"{len(self.blocks)} blocks at once), so Python cannot branch on it. Use "
             f"spmd.numpy.where(cond, a, b), or reduce it first (spmd.lax.psum / pmax)."
         )
 

@@ -25,6 +25,7 @@ import pytest
 
 import spmd as jax
 import spmd.numpy as jnp
+from tests.tutorials.pictures import device_grids
 
 try:
     from termcolor import colored
@@ -42,30 +43,6 @@ ROWS_REPLICATED_OVER_B = [["CPU 0,1"], ["CPU 2,3"], ["CPU 4,5"], ["CPU 6,7"]]
 COLS_REPLICATED_OVER_A = [["CPU 0,2,4,6", "CPU 1,3,5,7"]]
 ONLY_CPU_0 = [["CPU 0"]]
 EVERY_DEVICE = [["CPU 0,1,2,3,4,5,6,7"]]
-
-ANSI = re.compile(r"\x1b\[[0-9;]*m")
-
-
-@pytest.fixture(autouse=True)
-def plain_stdout(monkeypatch):
-    """Let rich see a captured stdout that is no terminal, as in CI."""
-    for name in ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE"):
-        monkeypatch.delenv(name, raising=False)
-
-
-def device_grids(text):
-    """The device labels of each drawing in ``text``: one list of rows per picture, each row
-    the labels of the boxes on one text line, left to right."""
-    pictures, rows = [], None
-    for line in ANSI.sub("", text).splitlines():
-        if line.startswith("┌"):
-            rows = []
-        elif line.startswith("└"):
-            pictures.append(rows)
-            rows = None
-        elif rows is not None and "CPU" in line:
-            rows.append([cell.strip() for cell in line.strip().strip("│").split("│")])
-    return pictures
 
 
 def drawings(capsys):

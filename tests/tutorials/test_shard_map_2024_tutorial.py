@@ -35,36 +35,13 @@ from spmd.experimental.shard_map import shard_map
 from spmd.sharding import Mesh, NamedSharding
 from spmd.sharding import PartitionSpec as P
 from spmd.tree_util import tree_all, tree_map
+from tests.tutorials.pictures import device_grids
 
 NO_MESH_UTILS = "no spmd.experimental.mesh_utils (create_device_mesh)"
-
-ANSI = re.compile(r"\x1b\[[0-9;]*m")
-
-
-@pytest.fixture(autouse=True)
-def plain_stdout(monkeypatch):
-    """Let rich see a captured stdout that is no terminal, as in CI."""
-    for name in ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE"):
-        monkeypatch.delenv(name, raising=False)
 
 
 def allclose(a, b):
     return tree_all(tree_map(partial(jnp.allclose, atol=1e-2, rtol=1e-2), a, b))
-
-
-def device_grids(text):
-    """The device labels of each drawing in ``text``: one list of rows per picture, each row
-    the labels of the boxes on one text line, left to right."""
-    pictures, rows = [], None
-    for line in ANSI.sub("", text).splitlines():
-        if line.startswith("┌"):
-            rows = []
-        elif line.startswith("└"):
-            pictures.append(rows)
-            rows = None
-        elif rows is not None and "CPU" in line:
-            rows.append([cell.strip() for cell in line.strip().strip("│").split("│")])
-    return pictures
 
 
 def printed_arrays(text):

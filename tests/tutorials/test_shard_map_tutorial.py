@@ -28,44 +28,17 @@ import pytest
 
 import spmd as jax
 import spmd.numpy as jnp
-
-ANSI = re.compile(r"\x1b\[[0-9;]*m")
+from tests.tutorials.pictures import ANSI, device_grids
 
 ROWS_OVER_X = [["CPU 0,1"], ["CPU 2,3"], ["CPU 4,5"], ["CPU 6,7"]]
 GRID_4X2 = [["CPU 0", "CPU 1"], ["CPU 2", "CPU 3"], ["CPU 4", "CPU 5"], ["CPU 6", "CPU 7"]]
 ROWS_OVER_Y = [["CPU 0,2,4,6"], ["CPU 1,3,5,7"]]
 
 
-@pytest.fixture(autouse=True)
-def no_mesh_left_set(monkeypatch):
-    """The tutorial calls ``jax.set_mesh(mesh)`` as a setter; give each test a clean slate."""
-    for name in ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE"):
-        monkeypatch.delenv(name, raising=False)
-    yield
-    jax.set_mesh(None)
-
-
-MULTI_AXIS_TUPLE = re.compile(r"\((\w+(?:, \w+)+),\)")
-
-
 def lines(text):
-    """The non-blank lines of a printout, stripped; JAX's ``(i, j,)`` mesh-coordinate names
-    read as ``(i, j)``."""
-    text = MULTI_AXIS_TUPLE.sub(r"(\1)", ANSI.sub("", text))
+    """The non-blank lines of a printout, stripped."""
+    text = ANSI.sub("", text)
     return [line.strip() for line in text.splitlines() if line.strip()]
-
-
-def device_grids(text):
-    """The device labels of each ``visualize_array_sharding`` drawing in ``text``."""
-    pictures, rows = [], []
-    for line in ANSI.sub("", text).splitlines():
-        if line.startswith("┌"):
-            rows = []
-        elif "CPU" in line:
-            rows.append([cell.strip() for cell in line.strip().strip("│").split("│")])
-        elif line.startswith("└"):
-            pictures.append(rows)
-    return pictures
 
 
 def spec_of(x):

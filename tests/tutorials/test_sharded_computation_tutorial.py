@@ -15,8 +15,8 @@ import pytest
 
 import spmd as jax
 import spmd.numpy as jnp
+from tests.tutorials.pictures import device_grids
 
-ANSI = re.compile(r"\x1b\[[0-9;]*m")
 NUMBER = re.compile(r"-?\d+\.?\d*(?:e[-+]?\d+)?")
 
 # JAX's 2 * sin(arange(32)) + 1 (float32), as the f_elementwise cells print it.
@@ -29,28 +29,6 @@ ELEMENTWISE = [
 ]  # fmt: skip
 # JAX's sigmoid(x @ weights + bias) for the "Comparing the three approaches" inputs.
 LAYER = [0.02138916, 0.8931118, 0.5989196, 0.9774251]
-
-
-@pytest.fixture(autouse=True)
-def plain_stdout(monkeypatch):
-    """Let rich see a captured stdout that is no terminal, as in CI."""
-    for name in ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE"):
-        monkeypatch.delenv(name, raising=False)
-
-
-def device_grids(text):
-    """The device labels of each drawing in ``text``: one list of rows per picture, each row
-    the labels of the boxes on one text line, left to right."""
-    pictures, rows = [], None
-    for line in ANSI.sub("", text).splitlines():
-        if line.startswith("┌"):
-            rows = []
-        elif line.startswith("└"):
-            pictures.append(rows)
-            rows = None
-        elif rows is not None and "CPU" in line:
-            rows.append([cell.strip() for cell in line.strip().strip("│").split("│")])
-    return pictures
 
 
 def numbers_in(text):
