@@ -30,18 +30,24 @@ from spmd.prims.collective import COLLECTIVES, axis_index_p
 from spmd.runtime.array import Array
 from spmd.runtime.collectives import run_collective
 from spmd.runtime.communicator import communicator_for
+from spmd.sharding.device import process_index
 from spmd.sharding.mesh import Mesh
 
 Varying = frozenset[str]
 
 
 class BlocksTrace(Trace):
-    """Applies each primitive to every mesh position's block of its operands."""
+    """Applies each primitive to the block of its operands at every mesh position of this
+    process (all of them in one process). Every block of a value has one shape: shard_map
+    runs eagerly only on inputs that split evenly."""
 
     def __init__(self, mesh: Mesh) -> None:
         self.mesh = mesh
-        self.devices = list(mesh.devices.flat)
-        self.comm = communicator_for(self.devices)
+        here = process_index()
+        everywhere = list(mesh.devices.flat)
+        self.positions = [p for p, d in enumerate(everywhere) if d.process_index == here]
+        self.devices = [everywhere[p] for p in self.positions]
+        self.comm = communicator_for(everywhere)
         self.active = True
 
     def new_value(self, blocks: list, varying: Varying, aval: ShapedArray | None = None):
@@ -67,7 +73,7 @@ class BlocksTrace(Trace):
         out = primitive.rules.shape(*in_avals, **params)
         out_avals = list(out) if primitive.multiple_results else [out]
         if primitive in COLLECTIVES:
-            results = [self._collective(primitive, operands[0], params)]
+            results = [self._collective(primitive, operands[0], in_avals[0], params)]
         elif primitive is axis_index_p:
             results = [self._axis_index(params["axes"])]
         else:
@@ -92,16 +98,21 @@ class BlocksTrace(Trace):
             per_position.append(list(out) if primitive.multiple_results else [out])
         return [[outs[k] for outs in per_position] for k in range(count)]
 
-    def _collective(self, primitive: Primitive, blocks: list, params: dict) -> list:
+    def _collective(self, primitive: Primitive, blocks: list, aval, params: dict) -> list:
         buffers = {d: np.asarray(b) for d, b in zip(self.devices, blocks, strict=True)}
-        shapes = [np.shape(b) for b in blocks]
+        shapes = [aval.shape] * self.mesh.size
         out = run_collective(primitive.name, params, buffers, shapes, self.mesh, self.comm)
         return [out[d] for d in self.devices]
+
+    def coordinates(self) -> list[tuple[int, ...]]:
+        """The mesh coordinates of this process's positions."""
+        return [tuple(map(int, np.unravel_index(p, self.mesh.devices.shape)))
+                for p in self.positions]  # fmt: skip
 
     def _axis_index(self, axes: tuple[str, ...]) -> list:
         sizes = dict(self.mesh.shape)
         index = []
-        for coords in np.ndindex(self.mesh.devices.shape):
+        for coords in self.coordinates():
             where = dict(zip(self.mesh.axis_names, coords, strict=True))
             linear = 0
             for a in axes:
@@ -137,11 +148,11 @@ class BlocksTracer(Tracer):
         names = ", ".join(mesh.axis_names) + ","  # JAX writes (i,) and (i, j,)
         entries = []
         for device, coords, block in zip(
-            self.trace.devices, np.ndindex(mesh.devices.shape), self.blocks, strict=True
+            self.trace.devices, self.trace.coordinates(), self.blocks, strict=True
         ):
             entries.append(
                 f"On {device.platform}:{device.id} at mesh coordinates ({names}) = "
-                f"{tuple(coords)}:\n{block}\n"
+                f"{coords}:\n{block}\n"
             )
         return "\n".join(entries)
 
@@ -154,13 +165,16 @@ class BlocksTracer(Tracer):
 
 
 def run_on_blocks(
-    f: Callable, mesh: Mesh, args_blocks: Sequence[list], varying: Sequence[Varying], build_args
-) -> tuple[list[BlocksTracer | Any], BlocksTrace]:
-    """Call ``f`` once with one BlocksTracer per argument (``args_blocks[i]`` lists argument
-    ``i``'s block at each mesh position); ``build_args`` turns the tracers into ``f``'s
+    f: Callable, mesh: Mesh, buffers: Sequence[dict], varying: Sequence[Varying], build_args
+) -> tuple[Any, BlocksTrace]:
+    """Call ``f`` once with one BlocksTracer per argument (``buffers[i]`` maps this process's
+    devices to argument ``i``'s block); ``build_args`` turns the tracers into ``f``'s
     arguments. Returns ``f``'s result and the trace (closed when this returns)."""
     trace = BlocksTrace(mesh)
-    tracers = [trace.new_value(b, v) for b, v in zip(args_blocks, varying, strict=True)]
+    tracers = [
+        trace.new_value([held[d] for d in trace.devices], v)
+        for held, v in zip(buffers, varying, strict=True)
+    ]
     try:
         with tracing(trace):
             out = f(*build_args(tracers))

@@ -1,11 +1,11 @@
 """shard_map: a function written for one device's blocks, run on every device of a mesh.
 
-The function is traced on block shapes, once per distinct set of block shapes (uneven
-splits give the tail devices smaller blocks); the traces must differ only in shapes,
-parameters and constants. The call becomes one ``shard_map`` equation whose layouts are
-fixed by the specs, so inside jit the partitioner brings the arguments to ``in_specs``
-and emits the body per device (spmd/transforms/manual.py); called eagerly it runs as a
-jit of that one equation.
+Called outside jit on evenly split inputs, the function runs once on every device's
+concrete block, as JAX's eager shard_map does (spmd/transforms/blocks_trace.py). Otherwise
+it is traced on block shapes, once per distinct set of block shapes (uneven splits give
+the tail devices smaller blocks; spmd/transforms/shard_map_bodies.py), and the call becomes
+one ``shard_map`` equation whose layouts are fixed by the specs: the partitioner brings the
+arguments to ``in_specs`` and emits the body per device (spmd/transforms/manual.py).
 """
 
 from __future__ import annotations
@@ -19,14 +19,14 @@ import numpy as np
 from spmd.core.aval import ShapedArray
 from spmd.core.axis_env import binding, bound_axes, pmap_levels
 from spmd.core.primitive import Primitive, Rules
-from spmd.core.program import Literal, Program, Var
+from spmd.core.program import Program, Var
 from spmd.core.trace import EVAL_TRACE, ProgramTrace, aval_of, current_trace, tracing
 from spmd.errors import ShapeError, ShardingError, SpmdTypeError, aval_str, plural
-from spmd.prims.collective import COLLECTIVES, no_impl
+from spmd.prims.collective import no_impl
 from spmd.runtime.array import Array
 from spmd.runtime.put import device_put
 from spmd.sharding.device import process_index
-from spmd.sharding.mesh import Mesh, current_mesh, groups
+from spmd.sharding.mesh import Mesh, current_mesh
 from spmd.sharding.named import NamedSharding
 from spmd.sharding.reshard import value_layout
 from spmd.sharding.rules import Decision, ValueSharding
@@ -34,6 +34,7 @@ from spmd.sharding.spec import PartitionSpec
 from spmd.transforms.blocks_trace import BlocksTracer, run_on_blocks
 from spmd.transforms.manual import Held
 from spmd.transforms.replication import varying_axes
+from spmd.transforms.shard_map_bodies import check_collectives, close_bodies
 from spmd.transforms.typeof import VaryingTypes
 from spmd.tree_util import tree_broadcast_prefix, tree_flatten, tree_unflatten
 
@@ -91,10 +92,12 @@ class ShardMapped:
         mesh, leaves, in_tree, specs, in_dims = self._inputs(args)
         even = all(len(set(_blocks(mesh, d, aval_of(x).shape))) == 1
                    for x, d in zip(leaves, in_dims, strict=True))  # fmt: skip
-        if even and all(d.process_index == process_index() for d in mesh.devices.flat):
+        here = sum(d.process_index == process_index() for d in mesh.devices.flat)
+        if even and here and (here == mesh.size or self.check_rep):
             return self._run_on_blocks(mesh, leaves, in_tree, specs, in_dims)
-        # Blocks of different shapes need one trace per shape, and other processes' blocks
-        # are not here: those calls run compiled, as under jit.
+        # Blocks of different shapes need one trace per shape, the first device's value that
+        # check_rep=False promises may be another process's, and a process without a device
+        # of the mesh has no block to run: those calls run compiled.
         if self._jitted is None:
             from spmd.transforms.jit import jit
 
@@ -132,17 +135,16 @@ class ShardMapped:
 
     def _run_on_blocks(self, mesh: Mesh, leaves, in_tree, specs, in_dims) -> Any:
         """The body run once on every device's concrete block (spmd/transforms/blocks_trace.py)."""
-        devices = list(mesh.devices.flat)
         placed = [
             device_put(x, NamedSharding(mesh, spec))._buffers
             for x, spec in zip(leaves, specs, strict=True)
         ]
-        blocks = [[buffers[d] for d in devices] for buffers in placed]
         varying = [frozenset(a for dim in dims for a in dim) for dims in in_dims]
         with binding(dict(mesh.shape)):
             out, trace = run_on_blocks(
-                self.f, mesh, blocks, varying, lambda t: tree_unflatten(in_tree, t)
+                self.f, mesh, placed, varying, lambda t: tree_unflatten(in_tree, t)
             )
+        devices = trace.devices
         out_leaves, out_tree = tree_flatten(out)
         values = [
             x if isinstance(x, BlocksTracer) else trace.new_value([np.asarray(x)] * len(devices),
@@ -156,12 +158,13 @@ class ShardMapped:
             dims = _dims(mesh, spec, value.aval, f"{self._where()} output {k} ({value.aval})",
                          "out_specs")  # fmt: skip
             self._check_varying(mesh, k, value.varying, dims, out_specs)
-            aval = _global_aval(mesh, [value.aval], (0,) * len(devices), dims, k)
+            aval = _global_aval(mesh, [value.aval], (0,) * mesh.size, dims, k)
             layout = value_layout(mesh, dims, aval.shape)
+            blocks = [layout.blocks[p] for p in trace.positions]
             first = {}
-            for p, block in enumerate(layout.blocks):  # replicas take the first one's block
-                first.setdefault(block, _read_only(value.blocks[p]))
-            buffers = {d: first[b] for d, b in zip(devices, layout.blocks, strict=True)}
+            for block, data in zip(blocks, value.blocks, strict=True):  # replicas: the first's
+                first.setdefault(block, _read_only(data))
+            buffers = {d: first[b] for d, b in zip(devices, blocks, strict=True)}
             results.append(
                 Array._from_buffers(NamedSharding(mesh, spec), buffers, aval.shape, aval.dtype)
             )
@@ -183,8 +186,8 @@ class ShardMapped:
                     f"{self._where()}: the function returned {other} for one block shape and "
                     f"{out_tree} for another; it must return the same structure for every block."
                 )
-        bodies, consts = _close([p for p, _ in traced], self._where())
-        _check_collectives(mesh, bodies, body_of)
+        bodies, consts = close_bodies([p for p, _ in traced], self._where())
+        check_collectives(mesh, bodies, body_of)
         placeholders = tree_unflatten(out_tree, [0] * len(bodies[0].outvars))
         out_specs = self._out_specs(placeholders)
         self._check_results(out_tree, len(bodies[0].outvars), len(out_specs))
@@ -311,68 +314,6 @@ def _read_only(block: np.ndarray) -> np.ndarray:
 def _blocks(mesh: Mesh, dims: Dims, shape) -> list[tuple[int, ...]]:
     layout = value_layout(mesh, dims, tuple(shape))
     return [layout.block_shape(b) for b in layout.blocks]
-
-
-def _close(programs: list[Program], where: str) -> tuple[list[Program], list]:
-    """The programs with their constants as leading invars, in one shared order, after
-    checking that they differ only in shapes, parameters and literal values."""
-    consts: dict[int, Any] = {}
-    for p in programs:
-        for c in p.consts:
-            consts.setdefault(id(c), c)
-    order = list(consts)
-    closed = []
-    for p in programs:
-        own = {id(c): v for c, v in zip(p.consts, p.constvars, strict=True)}
-        lead = [own[i] if i in own else Var(aval_of(consts[i]).strong()) for i in order]
-        closed.append(Program([], lead + list(p.invars), p.equations, p.outvars))
-    first = _skeleton(closed[0])
-    for p in closed[1:]:
-        if _skeleton(p) != first:
-            raise ShapeError(
-                f"{where}: the function traces to different programs for different block "
-                f"shapes (uneven splits give the last devices smaller blocks). Make every split "
-                f"dimension a multiple of its mesh axes' size, or write the function so that "
-                f"only shapes change with the block."
-            )
-    return closed, list(consts.values())
-
-
-def _check_collectives(mesh: Mesh, bodies: list[Program], body_of) -> None:
-    if len(bodies) == 1:
-        return
-    for index, eqn in enumerate(bodies[0].equations):
-        if eqn.primitive in COLLECTIVES:
-            avals = [bodies[b].equations[index].inputs[0].aval for b in body_of]
-            _check_groups(mesh, eqn.primitive.name, eqn.params["axes"], avals)
-
-
-def _check_groups(mesh: Mesh, name: str, axes, avals) -> None:
-    """A collective combines blocks of one shape: ``avals[p]`` is device position ``p``'s."""
-    for group in groups(mesh, axes):
-        found = {avals[p].shape for p in group}
-        if len(found) > 1:
-            shown = " and ".join(aval_str(s, avals[group[0]].dtype) for s in sorted(found))
-            raise ShapeError(
-                f"{name} over {axes!r} combines blocks of different shapes ({shown}): the "
-                f"shard_map inputs are split unevenly. Make each split dimension a multiple "
-                f"of its mesh axes' size (pad the input), or move the collective to values "
-                f"of one shape, such as a block's sum."
-            )
-
-
-def _skeleton(program: Program) -> tuple:
-    """A program's structure: its primitives and how values flow, without shapes."""
-    ids: dict[Var, tuple] = {v: ("in", i) for i, v in enumerate(program.invars)}
-
-    def ref(atom) -> tuple:
-        return ("literal", str(atom.aval.dtype)) if isinstance(atom, Literal) else ids[atom]
-
-    equations = []
-    for k, eqn in enumerate(program.equations):
-        equations.append((eqn.primitive, tuple(map(ref, eqn.inputs)), len(eqn.outputs)))
-        ids.update((v, ("eqn", k, j)) for j, v in enumerate(eqn.outputs))
-    return tuple(equations), tuple(map(ref, program.outvars))
 
 
 def _global_aval(mesh: Mesh, block_avals, body_of, dims: Dims, k: int) -> ShapedArray:
