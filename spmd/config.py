@@ -74,6 +74,9 @@ _OPTIONS = {
 }
 
 
+_ALIASES = {"jax_num_cpu_devices": "num_cpu_devices"}  # JAX's names for spmd's options
+
+
 class Config:
     """Settings read from the environment and changed with ``update`` before first use.
 
@@ -99,6 +102,7 @@ class Config:
 
     def update(self, name: str, value: Any) -> None:
         """Set option ``name``; raises ConfigError if the option took effect already."""
+        name = _ALIASES.get(name, name)
         if name not in _OPTIONS:
             known = ", ".join(sorted(_OPTIONS))
             raise ConfigError(f"Unknown config option {name!r}. Known options: {known}.")

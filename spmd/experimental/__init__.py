@@ -1,6 +1,6 @@
-"""``jax.experimental`` names that JAX code still imports: shard_map, multihost_utils and
-mesh_utils."""
+"""``jax.experimental`` names that JAX code still imports: shard_map, shard (reshard,
+auto_axes, explicit_axes), multihost_utils and mesh_utils."""
 
-from spmd.experimental import mesh_utils, multihost_utils, shard_map
+from spmd.experimental import mesh_utils, multihost_utils, shard, shard_map
 
-__all__ = ["mesh_utils", "multihost_utils", "shard_map"]
+__all__ = ["mesh_utils", "multihost_utils", "shard", "shard_map"]

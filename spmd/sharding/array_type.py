@@ -2,7 +2,8 @@
 
 Beyond shape, dtype and weak type, it carries the sharding over the mesh's Explicit axes
 (JAX's sharding in types: a dimension split over Explicit axis ``x`` shows as ``8@x``; Auto
-axes follow the data and do not show) and, inside shard_map, the mesh axes the value varies
+axes follow the data and do not show; ``auto_axes`` and ``explicit_axes`` change which are
+which in their scope) and, inside shard_map, the mesh axes the value varies
 over (``vma``: devices along them may hold different blocks).
 """
 
@@ -12,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from spmd.core.aval import ShapedArray
+from spmd.sharding.abstract_mesh import axis_types_of
 from spmd.sharding.mesh import AxisType, Mesh
 from spmd.sharding.named import NamedSharding
 from spmd.sharding.spec import PartitionSpec
@@ -44,7 +46,7 @@ def _names(names: tuple[str, ...]) -> str:
 
 def explicit_type(aval: ShapedArray, mesh: Mesh, dims: Iterable[tuple[str, ...]]) -> ArrayType:
     """``aval`` split over ``mesh`` as ``dims``, showing the Explicit axes only."""
-    explicit = {a for a, t in zip(mesh.axis_names, mesh.axis_types, strict=True)
+    explicit = {a for a, t in zip(mesh.axis_names, axis_types_of(mesh), strict=True)
                 if t is AxisType.Explicit}  # fmt: skip
     entries = []
     for axes in dims:

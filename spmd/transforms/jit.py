@@ -22,6 +22,7 @@ from spmd.runtime.executor import execute
 from spmd.runtime.put import _is_target, adopt, as_sharding, device_put, layout_for, placement
 from spmd.sharding.device_program import Partitioned
 from spmd.sharding.device_program_text import as_text, explain
+from spmd.sharding.mesh import current_mesh
 from spmd.sharding.named import NamedSharding
 from spmd.sharding.rules import ValueSharding
 from spmd.sharding.spec import PartitionSpec
@@ -334,13 +335,14 @@ class Compiled(Lowered):
 
 
 def _argument_types(leaves: list) -> PropagatedTypes | None:
-    """What ``typeof`` reports inside the function: shardings propagated from the first
-    argument mesh's (None: no argument lies on a mesh)."""
-    for leaf in leaves:
-        if type(leaf) is Array and isinstance(leaf.sharding, NamedSharding):
-            mesh = leaf.sharding.mesh
-            return PropagatedTypes(mesh, [on_mesh(x, mesh) for x in leaves])
-    return None
+    """What ``typeof`` reports inside the function: shardings propagated over the first
+    argument's mesh, else the mesh in scope (None: neither)."""
+    meshes = [x.sharding.mesh for x in leaves
+              if type(x) is Array and isinstance(x.sharding, NamedSharding)]  # fmt: skip
+    mesh = meshes[0] if meshes else current_mesh()
+    if mesh is None:
+        return None
+    return PropagatedTypes(mesh, [on_mesh(x, mesh) for x in leaves])
 
 
 def _same_mesh(sharding, mesh) -> bool:

@@ -6,12 +6,17 @@ Source: jax-ml/jax docs/notebooks/shard_map.md at commit
 only the imports swapped (``import jax`` -> ``import spmd as jax`` and so on); the expected
 values are what JAX 0.10 printed for the same cells.
 
-The stored copy of that file carries its diagrams as inline PNGs (2.3 MB in all). The cells
-of the collectives tutorial's ``psum``, ``all_gather``, ``psum_scatter`` and ``ppermute``
-parts (``f1`` to ``f8``) and Example 1's two overlapped matmuls sit between those pictures
-and could not be read from it; they are transcribed from the tutorial's earlier editions,
-written in this edition's style (``@jax.shard_map(mesh=mesh1d, ...)``, as its ``f9`` cell
-reads; ``jax.lax.axis_size`` as its Example 2 cells use). Their tests say so.
+The stored copy of that file carries its diagrams and profiles as inline PNGs (2.3 MB in
+all). The collectives tutorial's cells (the imports cell, ``f1`` to ``f8`` and the
+``psum_scatter``-with-``ppermute`` helper, read at offsets ~150k, ~266k, ~390k and ~597k of
+the 2,364,124 characters) are now copied verbatim like the rest; the tests that run cells
+after ``f4`` without ``mesh=`` first make ``mesh1d`` current again, as the f4 cell left it.
+Only Example 1's two overlapped matmuls (``matmul_allgather_overlapped`` and its ``_bidi``
+version) are still unread: they sit between three inline profile screenshots (~799k to
+~2,340k) and are transcribed from the tutorial's earlier edition in this edition's style
+(``@jax.shard_map(in_specs=..., out_specs=...)``, ``jax.lax.axis_size`` as its Example 2
+cells use). Their test says so. Under JAX 0.10 ``Mesh(...)`` defaults to Auto axes, so the
+collectives cells ran there unchanged.
 
 JAX 0.10 names the varying-manual-axes set of ``jax.typeof(x)`` ``.mat.varying`` (this edition
 says ``.vma``) and prints ``float32[3]{V:i}`` for the tutorial's ``f32[3]{i}``: the ``typeof``
@@ -524,14 +529,17 @@ def collective_printout(before, after, final):
     return ["BEFORE:", *before, "AFTER:", *after, "FINAL RESULT:", *lines(final)]
 
 
-# "Collectives tutorial" / psum (cells transcribed from the earlier edition: see docstring)
+# "Collectives tutorial" / psum: the imports cell, the f1 cells and the 2-D mesh cells (verbatim)
 def test_psum_sums_blocks_over_one_or_both_mesh_axes(capsys):
+    # the imports cell: ``import jax`` and ``import jax.numpy as jnp`` are the module's own
+    from spmd import lax  # noqa: F401
     from spmd.sharding import Mesh
     from spmd.sharding import PartitionSpec as P
 
-    mesh1d = Mesh(np.array(jax.devices()[:4]), ("i",))
+    mesh1d = Mesh(jax.devices()[:4], ("i",))
+    jax.set_mesh(mesh1d)
 
-    @jax.shard_map(mesh=mesh1d, in_specs=P("i"), out_specs=P())
+    @jax.shard_map(mesh=mesh1d, in_specs=P("i"), out_specs=P(None))
     def f1(x_block):
         print("BEFORE:\n", x_block)
         y_block = jax.lax.psum(x_block, "i")
@@ -546,8 +554,10 @@ def test_psum_sums_blocks_over_one_or_both_mesh_axes(capsys):
         on_1d(*["[22 20 12 17]"] * 4),
         "[22 20 12 17]",
     )
+    assert y.shape == (4,) and spec_of(y) == (None,)  # JAX: P(None,)
 
     mesh2d = Mesh(np.array(jax.devices()[:4]).reshape(2, 2), ("i", "j"))
+    jax.set_mesh(mesh2d)
 
     @jax.shard_map(mesh=mesh2d, in_specs=P("i", "j"), out_specs=P(None, "j"))
     def f2(x_block):
@@ -581,12 +591,25 @@ def test_psum_sums_blocks_over_one_or_both_mesh_axes(capsys):
     )
 
 
-# "Collectives tutorial" / all_gather (cells transcribed from the earlier edition)
+def set_mesh1d():
+    """The mesh the collectives cells after f3 run under: ``mesh1d`` of the psum section's
+    cell, made current again by the f4 cell's ``jax.set_mesh(mesh1d)``."""
+    from spmd.sharding import Mesh
+
+    mesh1d = Mesh(jax.devices()[:4], ("i",))
+    jax.set_mesh(mesh1d)
+    return mesh1d
+
+
+# "Collectives tutorial" / all_gather: the f4 and f5 cells (verbatim)
 def test_all_gather_concatenates_or_stacks_the_blocks(capsys):
     from spmd.sharding import Mesh
     from spmd.sharding import PartitionSpec as P
 
-    mesh1d = Mesh(np.array(jax.devices()[:4]), ("i",))
+    mesh1d = Mesh(jax.devices()[:4], ("i",))  # from the psum section's f1 cell
+    jax.set_mesh(Mesh(np.array(jax.devices()[:4]).reshape(2, 2), ("i", "j")))  # its mesh2d
+
+    jax.set_mesh(mesh1d)
 
     @jax.shard_map(mesh=mesh1d, in_specs=P("i"), out_specs=P("i"))
     def f4(x_block):
@@ -619,14 +642,13 @@ def test_all_gather_concatenates_or_stacks_the_blocks(capsys):
     assert y.shape == (16, 1)
 
 
-# "Collectives tutorial" / psum_scatter (cell transcribed from the earlier edition)
+# "Collectives tutorial" / psum_scatter: the f6 cell (verbatim; no mesh=, it uses mesh1d)
 def test_psum_scatter_leaves_each_instance_one_summed_chunk(capsys):
-    from spmd.sharding import Mesh
     from spmd.sharding import PartitionSpec as P
 
-    mesh1d = Mesh(np.array(jax.devices()[:4]), ("i",))
+    set_mesh1d()
 
-    @jax.shard_map(mesh=mesh1d, in_specs=P("i"), out_specs=P("i"))
+    @jax.shard_map(in_specs=P("i"), out_specs=P("i"))
     def f6(x_block):
         print("BEFORE:\n", x_block)
         y_block = jax.lax.psum_scatter(x_block, "i", tiled=True)
@@ -643,14 +665,13 @@ def test_psum_scatter_leaves_each_instance_one_summed_chunk(capsys):
     )
 
 
-# "Collectives tutorial" / ppermute (cell transcribed from the earlier edition)
+# "Collectives tutorial" / ppermute: the f7 cell (verbatim; no mesh=, it uses mesh1d)
 def test_ppermute_shifts_blocks_around_the_ring(capsys):
-    from spmd.sharding import Mesh
     from spmd.sharding import PartitionSpec as P
 
-    mesh1d = Mesh(np.array(jax.devices()[:4]), ("i",))
+    set_mesh1d()
 
-    @jax.shard_map(mesh=mesh1d, in_specs=P("i"), out_specs=P("i"))
+    @jax.shard_map(in_specs=P("i"), out_specs=P("i"))
     def f7(x_block):
         sz = jax.lax.axis_size("i")
         print("BEFORE:\n", x_block)
@@ -667,12 +688,11 @@ def test_ppermute_shifts_blocks_around_the_ring(capsys):
     )
 
 
-# "Collectives tutorial" / ppermute: psum_scatter written with ppermute (transcribed)
+# "Collectives tutorial" / ppermute: psum_scatter written with ppermute, and f8 (verbatim)
 def test_psum_scatter_built_from_ppermute(capsys):
-    from spmd.sharding import Mesh
     from spmd.sharding import PartitionSpec as P
 
-    mesh1d = Mesh(np.array(jax.devices()[:4]), ("i",))
+    set_mesh1d()
 
     def psum_scatter(x, axis_name, *, tiled=False):
         size = jax.lax.axis_size(axis_name)
@@ -687,7 +707,7 @@ def test_psum_scatter_built_from_ppermute(capsys):
             x = x.at[(idx + i + 1) % size].add(update)
         return x[idx]
 
-    @jax.shard_map(mesh=mesh1d, in_specs=P("i"), out_specs=P("i"))
+    @jax.shard_map(in_specs=P("i"), out_specs=P("i"))
     def f8(x_block):
         print("BEFORE:\n", x_block)
         y_block = psum_scatter(x_block, "i", tiled=True)
@@ -706,10 +726,9 @@ def test_psum_scatter_built_from_ppermute(capsys):
 
 # "Collectives tutorial" / all_to_all
 def test_all_to_all_transposes_blocks_across_instances(capsys):
-    from spmd.sharding import Mesh
     from spmd.sharding import PartitionSpec as P
 
-    mesh1d = Mesh(np.array(jax.devices()[:4]), ("i",))  # as the psum section defines it
+    mesh1d = set_mesh1d()
 
     @jax.shard_map(mesh=mesh1d, in_specs=P("i"), out_specs=P("i"))
     def f9(x_block):
