@@ -9,13 +9,12 @@ values are what JAX 0.10 printed for the same cells.
 The stored copy of that file carries its diagrams and profiles as inline PNGs (2.3 MB in
 all). The collectives tutorial's cells (the imports cell, ``f1`` to ``f8`` and the
 ``psum_scatter``-with-``ppermute`` helper, read at offsets ~150k, ~266k, ~390k and ~597k of
-the 2,364,124 characters) are now copied verbatim like the rest; the tests that run cells
+the 2,364,124 characters) are copied verbatim like the rest; the tests that run cells
 after ``f4`` without ``mesh=`` first make ``mesh1d`` current again, as the f4 cell left it.
-Only Example 1's two overlapped matmuls (``matmul_allgather_overlapped`` and its ``_bidi``
-version) are still unread: they sit between three inline profile screenshots (~799k to
-~2,340k) and are transcribed from the tutorial's earlier edition in this edition's style
-(``@jax.shard_map(in_specs=..., out_specs=...)``, ``jax.lax.axis_size`` as its Example 2
-cells use). Their test says so. Under JAX 0.10 ``Mesh(...)`` defaults to Auto axes, so the
+Example 1's two overlapped matmuls (``matmul_allgather_overlapped`` and its ``_bidi``
+version) sit in the only text gap between its two inline profile screenshots (the first
+runs from 797,014 to ~1,447.6k, the second starts right after the ``_bidi`` cells, ~1,450k)
+and are copied verbatim too. Under JAX 0.10 ``Mesh(...)`` defaults to Auto axes, so the
 collectives cells ran there unchanged.
 
 JAX 0.10 names the varying-manual-axes set of ``jax.typeof(x)`` ``.mat.varying`` (this edition
@@ -786,7 +785,7 @@ def test_allgather_matmul_and_its_overlapped_versions(capsys, matmul_setup):
     assert out.shape == (8, 4) and spec_of(out) == ("i", None)
     np.testing.assert_allclose(np.asarray(out), np.asarray(lhs) @ np.asarray(rhs), rtol=1e-6)
 
-    # The two overlapped versions are transcribed from the earlier edition (see docstring).
+    # The overlapped cells, read at offset ~1,447.7k (spacing as ruff formats it).
     @jax.jit
     @jax.shard_map(in_specs=(lhs_spec, rhs_spec), out_specs=rhs_spec)
     def matmul_allgather_overlapped(lhs_block, rhs_block):
