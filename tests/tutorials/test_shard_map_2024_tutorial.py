@@ -6,16 +6,21 @@ freshness-reviewed 2024-04-08: ``from jax.experimental.shard_map import shard_ma
 ``mesh=`` arguments, ``mesh_utils.create_device_mesh``). Each code cell is copied with only
 the imports swapped (``import jax`` -> ``import spmd as jax``, ``from jax.experimental...`` ->
 ``from spmd.experimental...`` and so on). The expected values are what JAX 0.10 printed for
-the same cells on 8 CPU devices, running this 2024 code through its (deprecated)
-``jax.experimental.shard_map``. JAX computes in float32 where spmd keeps float64.
+the same cells on 8 CPU devices (JAX 0.10 has no ``jax.experimental.shard_map``, so the cells
+ran there through ``jax.shard_map`` with ``check_vma`` and Auto mesh axis types). JAX computes
+in float32 where spmd keeps float64.
 
-That stored file holds about 2.3 MB of base64 illustrations between the cells of the
-"Collectives tutorial" and of "Example 1"; those cells could not be read from it. The
-collectives cells here (f1 to f9, ``psum`` and ``psum_scatter`` written with collectives) and
-Example 1's setup and all-gather matmuls follow the published 2024 tutorial (the all_gather
-cells f4 and f5 were checked against a rendered copy of it); every other cell (the
-introduction, the in_specs/out_specs sections, Example 2 and the neural-network section) is
-copied from the stored file.
+That stored file holds about 2.3 MB of inline base64 illustrations. The text between them was
+located by offset and every code cell of the "Collectives tutorial" is copied from it: the
+imports, f1 to f9, ``psum`` written with ``psum_scatter`` and ``all_gather`` (a non-executed
+``python`` block there, run here as an extra check), and ``psum_scatter`` written with
+``ppermute``. So are Example 1's imports, ``mesh``/``device_put``, ``lhs``/``rhs`` and
+``matmul_allgather`` cells. Two cells were not found, because they sit between the three large
+profiler screenshots of Example 1: ``matmul_allgather_overlapped`` and
+``matmul_allgather_overlapped_bidi`` follow the published 2024 tutorial and are not verified
+against the stored file. Every other cell (the introduction, the in_specs/out_specs sections,
+Example 2 and the neural-network section) is copied from the stored file. Where the tutorial
+reuses ``mesh1d`` from the f1 cell, each test rebuilds it with that cell's line.
 """
 
 # The tutorial's code is kept as written: lambdas assigned to names and zip without strict=.
@@ -333,10 +338,6 @@ PI_BLOCKS = [[3, 1, 4, 1], [5, 9, 2, 6], [5, 3, 5, 8], [9, 7, 1, 2]]
 BLOCKS_2X2 = [[[0, 1], [4, 5]], [[2, 3], [6, 7]], [[8, 9], [12, 13]], [[10, 11], [14, 15]]]
 
 
-def mesh_1d():
-    return Mesh(jax.devices()[:4], ("i",))
-
-
 # Collectives tutorial: psum
 def test_psum_over_one_axis_gives_every_device_the_sum(capsys):
     mesh1d = Mesh(jax.devices()[:4], ("i",))
@@ -407,7 +408,7 @@ def test_psum_on_a_2d_mesh_over_one_axis_and_over_both(capsys):
 
 # Collectives tutorial: all_gather, tiled and stacked
 def test_all_gather_tiled_concatenates_and_untiled_stacks(capsys):
-    mesh1d = mesh_1d()
+    mesh1d = Mesh(jax.devices()[:4], ("i",))  # from the psum cell (f1)
 
     @partial(shard_map, mesh=mesh1d, in_specs=P("i"), out_specs=P("i"))
     def f4(x_block):
@@ -449,7 +450,7 @@ def test_all_gather_tiled_concatenates_and_untiled_stacks(capsys):
 
 # Collectives tutorial: psum_scatter
 def test_psum_scatter_leaves_each_device_one_piece_of_the_sum(capsys):
-    mesh1d = mesh_1d()
+    mesh1d = Mesh(jax.devices()[:4], ("i",))  # from the psum cell (f1)
 
     @partial(shard_map, mesh=mesh1d, in_specs=P("i"), out_specs=P("i"))
     def f6(x_block):
@@ -482,7 +483,7 @@ def test_psum_scatter_leaves_each_device_one_piece_of_the_sum(capsys):
 
 # Collectives tutorial: ppermute
 def test_ppermute_shifts_blocks_around_the_ring(capsys):
-    mesh1d = mesh_1d()
+    mesh1d = Mesh(jax.devices()[:4], ("i",))  # from the psum cell (f1)
 
     @partial(shard_map, mesh=mesh1d, in_specs=P("i"), out_specs=P("i"))
     def f7(x_block):
@@ -505,7 +506,7 @@ def test_ppermute_shifts_blocks_around_the_ring(capsys):
 
 # Collectives tutorial: psum_scatter written with ppermute
 def test_psum_scatter_written_with_ppermute_matches_the_builtin(capsys):
-    mesh1d = mesh_1d()
+    mesh1d = Mesh(jax.devices()[:4], ("i",))  # from the psum cell (f1)
 
     def psum_scatter(x, axis_name, *, tiled=False):
         size = jax.lax.psum(1, axis_name)
@@ -541,12 +542,12 @@ def test_psum_scatter_written_with_ppermute_matches_the_builtin(capsys):
 
 # Collectives tutorial: all_to_all
 def test_all_to_all_transposes_blocks_across_devices(capsys):
-    mesh1d = mesh_1d()
+    mesh1d = Mesh(jax.devices()[:4], ("i",))  # from the psum cell (f1)
 
     @partial(shard_map, mesh=mesh1d, in_specs=P("i"), out_specs=P("i"))
     def f9(x_block):
         print("BEFORE:\n", x_block)
-        y_block = jax.lax.all_to_all(x_block, "i", 0, 0, tiled=True)
+        y_block = jax.lax.all_to_all(x_block, "i", split_axis=0, concat_axis=0, tiled=True)
         print("AFTER:\n", y_block)
         return y_block
 
