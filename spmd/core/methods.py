@@ -166,8 +166,39 @@ class ArrayMethods:
     def var(self, axis=None, ddof=0, keepdims=False):
         return _snp().var(self, axis=axis, ddof=ddof, keepdims=keepdims)
 
-    def cumsum(self, axis=None):
-        return _snp().cumsum(self, axis=axis)
+    def cumsum(self, axis=None, dtype=None):
+        return _snp().cumsum(self, axis=axis, dtype=dtype)
+
+    def cumprod(self, axis=None, dtype=None):
+        return _snp().cumprod(self, axis=axis, dtype=dtype)
+
+    def sort(self, axis=-1, kind=None, order=None, *, stable=None):
+        """A sorted copy, as in JAX (NumPy's ``ndarray.sort`` sorts in place)."""
+        return _snp().sort(self, axis=axis, kind=kind, order=order, stable=stable)
+
+    def argsort(self, axis=-1, kind=None, order=None, *, stable=None):
+        return _snp().argsort(self, axis=axis, kind=kind, order=order, stable=stable)
+
+    def diagonal(self, offset=0, axis1=0, axis2=1):
+        return _snp().diagonal(self, offset=offset, axis1=axis1, axis2=axis2)
+
+    def trace(self, offset=0, axis1=0, axis2=1, dtype=None):
+        return _snp().trace(self, offset=offset, axis1=axis1, axis2=axis2, dtype=dtype)
+
+    @property
+    def real(self):
+        return _snp().real(self)
+
+    @property
+    def imag(self):
+        return _snp().imag(self)
+
+    def conj(self):
+        """NumPy's ``ndarray.conj``: the conjugate of a complex array, any other array
+        itself (so a bool array stays bool, where ``numpy.conjugate`` gives int8)."""
+        return _snp().conjugate(self) if self.dtype.kind == "c" else self
+
+    conjugate = conj
 
     def squeeze(self, axis=None):
         return _snp().squeeze(self, axis=axis)

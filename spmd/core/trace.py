@@ -82,12 +82,12 @@ class ProgramTrace(Trace):
         """The Program atom for ``x``: a tracer's variable, a literal, or a constant operand.
 
         A value of an enclosing trace that is still running (a shard_map, pmap or inner jit
-        body closing over its caller's traced values) becomes a constant operand, which the
-        enclosing trace supplies, as in JAX."""
+        body closing over its caller's traced values; the primal values a derivative needs)
+        becomes a constant operand, which the enclosing trace supplies, as in JAX."""
         if isinstance(x, Tracer):
-            if x.trace is self:
+            if x._trace is self:
                 return x.node
-            if not (isinstance(x.trace, ProgramTrace) and x.trace.active):
+            if not getattr(x._trace, "active", False):
                 raise x._escaped("in another traced function")
         aval = aval_of(x)
         if type(x) in _PYTHON_SCALARS or (aval.ndim == 0 and isinstance(x, np.generic)):
@@ -144,7 +144,7 @@ class Tracer(ArrayMethods):
     __array_priority__ = 1000
 
     def __init__(self, trace: ProgramTrace, var: Var) -> None:
-        self.trace = trace
+        self._trace = trace
         self.node = var  # the Program variable this tracer stands for
 
     @property
@@ -166,9 +166,15 @@ class Tracer(ArrayMethods):
     def __repr__(self) -> str:
         return f"Traced<{self.aval}>"
 
+    def _vma(self) -> frozenset[str]:
+        """The mesh axes this value varies over inside a shard_map body (empty elsewhere), as
+        the transformation that made the trace reports it."""
+        types = getattr(self._trace, "types", None)
+        return frozenset(types(self._trace, self.node).vma) if types is not None else frozenset()
+
     def _escaped(self, use: str) -> UnexpectedTracerError:
         """The error for using this tracer outside the trace that made it."""
-        if self.trace.active:
+        if self._trace.active:
             how = "while its trace is still running, outside it"
         else:
             how = "after the trace that made it finished"
@@ -180,7 +186,7 @@ class Tracer(ArrayMethods):
         )
 
     def _concrete_error(self, what: str) -> SpmdError:
-        if not self.trace.active:
+        if not self._trace.active:
             return self._escaped("for its " + what.removeprefix("The ").lower())
         return TracerBoolConversionError(f"{what} of {self._why_not_concrete()}")
 
@@ -207,7 +213,7 @@ class Tracer(ArrayMethods):
         raise self._concrete_error("The NumPy value")
 
     def _unsupported(self, name: str, func, args: tuple, kwargs: dict):
-        if not self.trace.active:
+        if not self._trace.active:
             raise self._escaped(f"in {name}")
         raise SpmdTypeError(
             f"{name} was called on a traced value {self.aval}, but spmd.numpy has no {name!r} "

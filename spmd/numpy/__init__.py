@@ -4,34 +4,40 @@ from spmd.numpy import (
     comparison,
     constants,
     creation,
+    diagonals,
     elementwise,
     indexing,
     linalg,
     padding,
     reductions,
     shape,
+    sorting,
     updates,
 )
 from spmd.numpy.comparison import *  # noqa: F403
 from spmd.numpy.constants import *  # noqa: F403
 from spmd.numpy.creation import *  # noqa: F403
+from spmd.numpy.diagonals import *  # noqa: F403
 from spmd.numpy.elementwise import *  # noqa: F403
 from spmd.numpy.indexing import *  # noqa: F403
 from spmd.numpy.linalg import *  # noqa: F403
 from spmd.numpy.padding import *  # noqa: F403
 from spmd.numpy.reductions import *  # noqa: F403
 from spmd.numpy.shape import *  # noqa: F403
+from spmd.numpy.sorting import *  # noqa: F403
 from spmd.numpy.updates import *  # noqa: F403
 
 __all__ = [
     *comparison.__all__,
     *constants.__all__,
     *creation.__all__,
+    *diagonals.__all__,
     *elementwise.__all__,
     *indexing.__all__,
     *linalg.__all__,
     *padding.__all__,
     *reductions.__all__,
     *shape.__all__,
+    *sorting.__all__,
     *updates.__all__,
 ]

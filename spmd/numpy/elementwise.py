@@ -8,7 +8,7 @@ import numpy as np
 
 from spmd.core.trace import aval_of
 from spmd.errors import SpmdOverflowError, SpmdValueError
-from spmd.prims.elementwise import BINARY, UNARY, round_p, where_p
+from spmd.prims.elementwise import BINARY, UNARY, imag_p, real_p, round_p, where_p
 
 
 def _unary(name: str):
@@ -71,6 +71,7 @@ globals().update({name: _binary(name) for name in BINARY})
 divide = true_divide  # noqa: F821
 absolute = abs
 mod = remainder  # noqa: F821
+conj = conjugate  # noqa: F821
 
 
 def _power_operator(x: Any, y: Any):
@@ -107,14 +108,30 @@ def round(a: Any, decimals: int = 0):
 
 around = round
 
+
+def real(val: Any):
+    """``numpy.real``: the real part of a complex array; any other array as it is.
+    Example: ``spmd.numpy.real(z)`` is float32 for a complex64 ``z``."""
+    return real_p.bind(val)
+
+
+def imag(val: Any):
+    """``numpy.imag``: the imaginary part of a complex array; zeros of the same dtype for
+    any other. Example: ``spmd.numpy.imag(z)`` is float32 for a complex64 ``z``."""
+    return imag_p.bind(val)
+
+
 __all__ = [
     *UNARY,
     *BINARY,
     "absolute",
     "around",
     "clip",
+    "conj",
     "divide",
+    "imag",
     "mod",
+    "real",
     "round",
     "where",
 ]

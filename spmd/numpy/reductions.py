@@ -16,6 +16,7 @@ from spmd.prims.reduction import (
     REDUCTIONS,
     argmax_p,
     argmin_p,
+    cumprod_p,
     cumsum_p,
 )
 
@@ -31,7 +32,8 @@ def _axes(fn: str, axis: Axis, a: Any) -> tuple[int, ...]:
 
 
 def _one_axis(fn: str, axis: int | None, a: Any) -> int | None:
-    """A single ``axis`` (or None) for argmax/argmin/cumsum; NumPy treats 0-d as 1-d here."""
+    """A single ``axis`` (or None) for argmax/argmin/cumsum/cumprod/argsort; NumPy treats 0-d
+    as 1-d here."""
     if axis is None:
         return None
     if isinstance(axis, (tuple, list)):
@@ -125,6 +127,12 @@ def cumsum(a: Any, axis: int | None = None, dtype: Any = None):
     return cumsum_p.bind(a, axis=axis, dtype=_dtype(dtype))
 
 
+def cumprod(a: Any, axis: int | None = None, dtype: Any = None):
+    """``numpy.cumprod`` (axis None: of the flattened array). Example: ``cumprod(x, axis=1)``."""
+    axis = _one_axis("cumprod", axis, a)
+    return cumprod_p.bind(a, axis=axis, dtype=_dtype(dtype))
+
+
 amax = max
 amin = min
 
@@ -135,6 +143,7 @@ __all__ = [
     "any",
     "argmax",
     "argmin",
+    "cumprod",
     "cumsum",
     "max",
     "mean",

@@ -39,7 +39,7 @@ def _ufunc_dtype(name: str, ufunc: np.ufunc, avals: tuple[ShapedArray, ...]) -> 
 # Which operands a pending sum may pass through (see spmd/sharding/rules.py): a sum of
 # partial values is the partial of the sum, and a product scales each partial.
 LINEAR = {"add": "all", "subtract": "all", "multiply": "one", "true_divide": "first",
-          "negative": "one", "positive": "one"}  # fmt: skip
+          "negative": "one", "positive": "one", "conjugate": "one"}  # fmt: skip
 
 
 def broadcasting(linear: str | None = None):
@@ -133,6 +133,7 @@ UNARY = {
         "isfinite": "isfinite",
         "logical_not": "logical_not",
         "invert": "invert",
+        "conjugate": "conjugate",
     }.items()
 }
 
@@ -204,4 +205,23 @@ round_p = Primitive(
         impl=lambda xp, x, *, decimals: xp.round(x, decimals),
         sharding=broadcasting(),
     ),
+)
+
+
+def _part_shape(x: ShapedArray) -> ShapedArray:
+    """NumPy's ``real`` and ``imag``: complex gives its float parts, other dtypes their own
+    (``imag`` of a real array is zeros)."""
+    part = np.empty((), x.dtype).real.dtype
+    return ShapedArray(x.shape, part, x.weak_type)
+
+
+# Linear (the part of a sum is the sum of the parts); not writes_into: a complex operand's
+# parts are views of it, and a real operand's real part is the operand itself.
+real_p = Primitive(
+    "real",
+    Rules(shape=_part_shape, impl=lambda xp, x: xp.real(x), sharding=broadcasting("one")),
+)
+imag_p = Primitive(
+    "imag",
+    Rules(shape=_part_shape, impl=lambda xp, x: xp.imag(x), sharding=broadcasting("one")),
 )

@@ -1,4 +1,4 @@
-"""Reduction primitives: sum, prod, max, min, all, any, mean, var, argmax/argmin and cumsum.
+"""Reduction primitives: sum, prod, max, min, all, any, mean, var, argmax/argmin, cumsum/cumprod.
 
 Each shape rule asks NumPy itself for the result dtype (and for whether the reduction is
 defined at all) by running the NumPy function on a tiny stand-in array: the same dtype, and
@@ -115,9 +115,9 @@ def _identity_when_empty(name: str):
 
 
 def one_axis_sharding(ins, outs, *, axis: int | None, **params) -> Factors:
-    """argmax, argmin and cumsum along ``axis`` (None: the flattened array): the axis is
-    blocked (its shards would need combining), every other dimension passes through. A 0-d
-    operand (where NumPy accepts axis 0 or -1) is taken as flattened."""
+    """argmax, argmin, cumsum, cumprod, sort and argsort along ``axis`` (None: the flattened
+    array): the axis is blocked (its shards would need combining), every other dimension
+    passes through. A 0-d operand (where NumPy accepts axis 0 or -1) is taken as flattened."""
     (x,) = ins
     names = [f"d{i}" for i in range(x.ndim)]
     sizes = dict(zip(names, x.shape, strict=True))
@@ -204,19 +204,23 @@ argmax_p = arg_reduction("argmax")
 argmin_p = arg_reduction("argmin")
 
 
-# --- cumsum ----------------------------------------------------------------------------------
+# --- cumsum and cumprod ----------------------------------------------------------------------
 
 
-def _cumsum_shape(x: ShapedArray, *, axis: int | None, dtype: np.dtype | None) -> ShapedArray:
-    out = (x.size,) if axis is None or x.ndim == 0 else x.shape
-    result = _result_dtype("cumsum", "cumsum", x, f"axis {axis}", axis=axis, dtype=dtype)
-    return ShapedArray(out, result)
+def cumulative(name: str) -> Primitive:
+    """``numpy.<name>`` (cumsum or cumprod) along one ``axis`` (None: the flattened array)."""
+
+    def shape(x: ShapedArray, *, axis: int | None, dtype: np.dtype | None) -> ShapedArray:
+        out = (x.size,) if axis is None or x.ndim == 0 else x.shape
+        return ShapedArray(
+            out, _result_dtype(name, name, x, f"axis {axis}", axis=axis, dtype=dtype)
+        )
+
+    def impl(xp, x, *, axis, dtype):
+        return getattr(xp, name)(x, axis=axis, dtype=dtype)
+
+    return Primitive(name, Rules(shape=shape, impl=impl, sharding=one_axis_sharding))
 
 
-def _cumsum_impl(xp, x, *, axis, dtype):
-    return xp.cumsum(x, axis=axis, dtype=dtype)
-
-
-cumsum_p = Primitive(
-    "cumsum", Rules(shape=_cumsum_shape, impl=_cumsum_impl, sharding=one_axis_sharding)
-)
+cumsum_p = cumulative("cumsum")
+cumprod_p = cumulative("cumprod")

@@ -1,4 +1,5 @@
-"""Shape primitives: reshape, transpose, broadcast, concatenate, split, repeat and dtype casts."""
+"""Shape primitives: reshape, transpose, broadcast, concatenate, split, repeat, diagonal and
+dtype casts."""
 
 from __future__ import annotations
 
@@ -144,6 +145,22 @@ def _repeat_shape(x: ShapedArray, *, repeats: int | tuple[int, ...], axis: int) 
     return ShapedArray(tuple(shape), x.dtype)
 
 
+def _diagonal_length(n1: int, n2: int, offset: int) -> int:
+    """How many elements the ``offset`` diagonal of an ``n1`` × ``n2`` matrix has."""
+    return max(0, min(n1, n2 - offset) if offset >= 0 else min(n1 + offset, n2))
+
+
+def _diagonal_shape(x: ShapedArray, *, offset: int, axis1: int, axis2: int) -> ShapedArray:
+    if x.ndim < 2 or axis1 == axis2 or not (0 <= axis1 < x.ndim and 0 <= axis2 < x.ndim):
+        raise ShapeError(
+            f"spmd.numpy.diagonal: axis1={axis1} and axis2={axis2} must be two different axes "
+            f"in range({x.ndim}) of {x}; give a matrix's two axes, e.g. axis1=0, axis2=1."
+        )
+    rest = tuple(d for i, d in enumerate(x.shape) if i not in (axis1, axis2))
+    length = _diagonal_length(x.shape[axis1], x.shape[axis2], offset)
+    return ShapedArray((*rest, length), x.dtype)
+
+
 def _convert_shape(x: ShapedArray, *, new_dtype: np.dtype) -> ShapedArray:
     return ShapedArray(x.shape, np.dtype(new_dtype))
 
@@ -195,6 +212,26 @@ def along_axis(ins, outs, axis: int | None) -> Factors:
     return Factors(operands, results, sizes, blocked=frozenset(blocked))
 
 
+def _diagonal_sharding(ins, outs, *, offset: int, axis1: int, axis2: int) -> Factors:
+    """The other dimensions pass through. The main diagonal of square matrices is one factor
+    (``"i i -> i"``, as einsum's): split alike, each block holds its own part of the diagonal.
+    Any other diagonal runs across blocks, so both axes and the result's last are blocked."""
+    (x,) = ins
+    names = [f"d{i}" for i in range(x.ndim)]
+    sizes = dict(zip(names, x.shape, strict=True))
+    rest = [(f,) for i, f in enumerate(names) if i not in (axis1, axis2)]
+    operand = [(f,) for f in names]
+    if offset == 0 and x.shape[axis1] == x.shape[axis2]:
+        operand[axis2] = (names[axis1],)
+        del sizes[names[axis2]]
+        result = (*rest, (names[axis1],))
+        return Factors((tuple(operand),), (result,), sizes, linear="one")
+    sizes["diagonal"] = outs[0].shape[-1]
+    blocked = frozenset({names[axis1], names[axis2], "diagonal"})
+    result = (*rest, ("diagonal",))
+    return Factors((tuple(operand),), (result,), sizes, blocked=blocked, linear="one")
+
+
 reshape_p = Primitive(
     "reshape",
     Rules(
@@ -244,6 +281,16 @@ repeat_p = Primitive(
         shape=_repeat_shape,
         impl=lambda xp, x, *, repeats, axis: xp.repeat(x, repeats, axis=axis),
         sharding=lambda ins, outs, *, axis, repeats: along_axis(ins, outs, axis),
+    ),
+)
+
+# A copy, not NumPy's read-only view: the view would keep the whole operand alive.
+diagonal_p = Primitive(
+    "diagonal",
+    Rules(
+        shape=_diagonal_shape,
+        impl=lambda xp, x, *, offset, axis1, axis2: xp.diagonal(x, offset, axis1, axis2).copy(),
+        sharding=_diagonal_sharding,
     ),
 )
 

@@ -55,7 +55,7 @@ class BlocksTrace(Trace):
         return BlocksTracer(self, aval, blocks, varying)
 
     def _blocks(self, x: Any) -> list:
-        if isinstance(x, BlocksTracer) and x.trace is self:
+        if isinstance(x, BlocksTracer) and x._trace is self:
             return x.blocks
         if isinstance(x, Tracer):
             raise x._escaped("in a shard_map body running on concrete blocks")
@@ -144,17 +144,20 @@ class BlocksTracer(Tracer):
         self.varying = varying
 
     def __repr__(self) -> str:
-        mesh = self.trace.mesh
+        mesh = self._trace.mesh
         names = ", ".join(mesh.axis_names) + ","  # JAX writes (i,) and (i, j,)
         entries = []
         for device, coords, block in zip(
-            self.trace.devices, self.trace.coordinates(), self.blocks, strict=True
+            self._trace.devices, self._trace.coordinates(), self.blocks, strict=True
         ):
             entries.append(
                 f"On {device.platform}:{device.id} at mesh coordinates ({names}) = "
                 f"{coords}:\n{block}\n"
             )
         return "\n".join(entries)
+
+    def _vma(self) -> frozenset[str]:
+        return self.varying
 
     def _why_not_concrete(self) -> str:
         return (

@@ -24,9 +24,9 @@ def typeof(x: Any) -> ArrayType:
     ``typeof(device_put(np.ones((8, 4)), P('x')))`` is ``float64[8@x,4]``.
     """
     if isinstance(x, BlocksTracer):
-        return varying_type(x.aval, x.trace.mesh, x.varying)
-    if isinstance(x, Tracer) and isinstance(x.trace, ProgramTrace) and x.trace.types is not None:
-        return x.trace.types(x.trace, x.node)
+        return varying_type(x.aval, x._trace.mesh, x.varying)
+    if isinstance(x, Tracer) and isinstance(x._trace, ProgramTrace) and x._trace.types is not None:
+        return x._trace.types(x._trace, x.node)
     aval = aval_of(x)
     if isinstance(x, Array) and isinstance(x.sharding, NamedSharding):
         return explicit_type(aval, x.sharding.mesh, x.sharding.spec.dims(aval.ndim))

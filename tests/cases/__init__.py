@@ -12,12 +12,14 @@ or ``m = spmd.numpy``, keyword arguments baked in; ``shapes`` gives one shape pe
 from tests.cases.comparison import _comparison, _padding
 from tests.cases.contraction import _contraction
 from tests.cases.creation import _creation
+from tests.cases.diagonals import _diagonals
 from tests.cases.elementwise import _elementwise
 from tests.cases.indexing import _indexing, random_index
 from tests.cases.nn import NUMPY_NN, _nn
 from tests.cases.reductions import _reductions
 from tests.cases.select import DISCONTINUOUS, KNOWN_BUGS, cases_for, shape_preserving
 from tests.cases.shape import _shape
+from tests.cases.sorting import _sorting
 from tests.cases.table import (
     BOOL,
     CASES,
@@ -47,6 +49,8 @@ _creation()
 _nn()
 _comparison()
 _padding()
+_sorting()
+_diagonals()
 
 __all__ = [
     "BOOL",

@@ -1,4 +1,4 @@
-"""The case table's elementwise rows: ufuncs, Python scalars, round, clip and where."""
+"""The case table's elementwise rows: ufuncs, Python scalars, complex parts, round, clip, where."""
 
 from __future__ import annotations
 
@@ -47,7 +47,13 @@ UNARY = {  # name: (domain, dtypes NumPy rejects)
     "isfinite": ("any", ()),
     "logical_not": ("any", ()),
     "invert": ("any", FLOATS),
+    "conjugate": ("any", ()),
+    "conj": ("any", ()),
+    "real": ("any", ()),
+    "imag": ("any", ()),
 }
+COMPLEX = (np.complex64, np.complex128)
+PARTS = ("real", "imag", "conj", "conjugate")  # on complex numbers they do more than copy
 BINARY = {
     "add": ("any", ()),
     "subtract": ("any", BOOL),
@@ -97,6 +103,18 @@ def _elementwise():
             add(name, call(name), ((2, 3),), label="any", dtypes=_keep(DTYPES, rejected), **ew)
         if rejected:
             add(name, call(name), ((2, 3),), **rejects(rejected), **ew)
+    for name in PARTS:
+        add(name, call(name), *unary(SHAPES), label="complex", dtypes=COMPLEX, **ew)
+        complex_special = {**SPECIAL, "label": "complex,special", "dtypes": COMPLEX}
+        add(name, call(name), ((3, 4),), **complex_special, **ew)
+    part_methods = [  # NumPy's methods: x.conj() of a bool array is bool, np.conj's int8
+        ("real", lambda m, x: x.real, "x.real"),
+        ("imag", lambda m, x: x.imag, "x.imag"),
+        ("conj", lambda m, x: x.conj(), "x.conj()"),
+        ("conjugate", lambda m, x: x.conjugate(), "x.conjugate()"),
+    ]
+    for name, fn, label in part_methods:
+        add(name, fn, ((2, 3),), ((),), ((0,),), label=label, dtypes=(*DTYPES, *COMPLEX), **ew)
     for name, (domain, rejected) in BINARY.items():
         ok = _keep(DTYPES, rejected)
         add(name, call(name), *BINARY_SHAPES, dtypes=ok, domain=domain, **ew)
