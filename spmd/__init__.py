@@ -47,12 +47,15 @@ from spmd.sharding.device import (
     process_count,
     process_index,
 )
+from spmd.transforms.autodiff import checkpoint, grad, jvp, remat, value_and_grad, vjp
 from spmd.transforms.jit import jit, make_jaxpr
 from spmd.transforms.pmap import pmap
 from spmd.transforms.shard_map import shard_map, smap
 from spmd.transforms.shards import num_shards, pmap_shards, shard, stack
 from spmd.transforms.tasks import run_tasks, shard_tasks
 from spmd.transforms.typeof import typeof
+from spmd.transforms.vmap import vmap
+from spmd.tree_util import tree_map  # JAX's old top-level alias, which tutorials still use
 
 __version__ = "0.1.0"
 
@@ -86,6 +89,7 @@ __all__ = [
     "TaskError",
     "TracerBoolConversionError",
     "UnexpectedTracerError",
+    "checkpoint",
     "config",
     "debug",
     "device_count",
@@ -93,7 +97,9 @@ __all__ = [
     "device_put",
     "devices",
     "distributed",
+    "grad",
     "jit",
+    "jvp",
     "lax",
     "local_device_count",
     "local_devices",
@@ -111,6 +117,7 @@ __all__ = [
     "process_count",
     "process_index",
     "random",
+    "remat",
     "reshard",
     "run_tasks",
     "set_mesh",
@@ -120,7 +127,11 @@ __all__ = [
     "sharding",
     "smap",
     "stack",
+    "tree_map",
     "tree_util",
     "typeof",
     "use_mesh",
+    "value_and_grad",
+    "vjp",
+    "vmap",
 ]

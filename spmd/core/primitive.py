@@ -21,7 +21,7 @@ class Rules:
     ``out=`` (a dead operand's buffer of the result's shape and dtype, reused); ``ufunc``
     is the NumPy ufunc ``impl`` applies, if that is all it does; ``calls_blas`` says ``impl``
     runs on BLAS threads (contractions), which the executor shares out among devices;
-    ``jvp`` and ``transpose`` come with differentiation.
+    ``jvp``, ``transpose`` and ``batch`` serve grad, vjp, jvp and vmap.
     """
 
     shape: Callable[..., Any]
@@ -37,8 +37,13 @@ class Rules:
     # varying(eqn, operands) -> per result, the mesh axes it varies over, given the operands'
     # (collectives and nested pmaps; other primitives vary over their operands' union).
     varying: Callable[..., Any] | None = None
+    # Transformations (spmd/core/ad.py, spmd/core/batching.py say what each takes):
+    # jvp(primals, primal_out, tangents, **params) -> tangent_out (None: zero);
+    # transpose(cotangent, *operands, **params) -> a cotangent (or None) per operand;
+    # batch(args, dims, **params) -> (out, out_dim).
     jvp: Callable[..., Any] | None = None
     transpose: Callable[..., Any] | None = None
+    batch: Callable[..., Any] | None = None
 
 
 _BY_NAME: dict[str, Primitive] = {}

@@ -16,7 +16,7 @@ from spmd.lax.collectives import (
     pvary,
 )
 from spmd.lax.constraints import reshard, with_sharding_constraint
-from spmd.lax.control import fori_loop, scan
+from spmd.lax.control import fori_loop, scan, stop_gradient
 from spmd.lax.slicing import (
     dynamic_index_in_dim,
     dynamic_slice,
@@ -46,5 +46,6 @@ __all__ = [
     "pvary",
     "reshard",
     "scan",
+    "stop_gradient",
     "with_sharding_constraint",
 ]

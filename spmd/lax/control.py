@@ -1,4 +1,5 @@
-"""Loops with JAX's signatures: ``scan`` and ``fori_loop``, unrolled while tracing.
+"""Control with JAX's signatures: ``scan`` and ``fori_loop`` (unrolled while tracing) and
+``stop_gradient``.
 
 spmd has no loop primitive: each iteration is traced (or run) in turn, so a traced loop is
 as long as its trip count, which must be known when the function is traced. The semantics
@@ -15,6 +16,7 @@ from spmd.core.axes import as_int
 from spmd.core.trace import aval_of
 from spmd.errors import ShapeError, SpmdTypeError, SpmdValueError
 from spmd.numpy.shape import stack
+from spmd.prims.control import stop_gradient_p
 from spmd.transforms.typeof import typeof
 from spmd.tree_util import (
     keystr,
@@ -64,6 +66,14 @@ def fori_loop(lower: int, upper: int, body_fun: Callable, init_val: Any) -> Any:
         _check_carry(value, new, "fori_loop", "loop value")
         value = new
     return value
+
+
+def stop_gradient(x: Any) -> Any:
+    """``x`` (a pytree) unchanged, but a constant to differentiation: its derivative is zero.
+
+    Example: ``grad(lambda w: (w * stop_gradient(w)).sum())(w)`` is ``w``, not ``2 * w``.
+    """
+    return tree_map(stop_gradient_p.bind, x)
 
 
 def _length(leaves: list, length: int | None) -> int:
@@ -118,4 +128,4 @@ def _check_carry(old: Any, new: Any, who: str = "scan", what: str = "carry") -> 
         )
 
 
-__all__ = ["fori_loop", "scan"]
+__all__ = ["fori_loop", "scan", "stop_gradient"]

@@ -10,12 +10,15 @@ mesh axes a value differs over, which shard_map's replication check follows.
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import numpy as np
 
 from spmd.core.aval import ShapedArray
 from spmd.core.primitive import Primitive, Rules
+from spmd.core.trace import Tracer, aval_of
 from spmd.errors import ShapeError, aval_str
+from spmd.prims.derivatives import batch_size, batch_to_front, bind, convert, linear_jvp
 
 
 def no_impl(name: str):
@@ -64,7 +67,9 @@ def _divisible(who: str, x: ShapedArray, dim: int, size: int, axes, tiled: bool)
         )
 
 
-def _psum_scatter_shape(x: ShapedArray, *, axes, size, scatter_dimension, tiled) -> ShapedArray:
+def _psum_scatter_shape(
+    x: ShapedArray, *, axes, size, scatter_dimension, tiled, **_
+) -> ShapedArray:
     _divisible("psum_scatter", x, scatter_dimension, size, axes, tiled)
     shape = list(x.shape)
     if tiled:
@@ -90,20 +95,181 @@ def _axis_index_shape(*, axes, size) -> ShapedArray:
     return ShapedArray((), np.dtype(np.int32))
 
 
-def _collective(name: str, shape, varying) -> Primitive:
-    return Primitive(name, Rules(shape=shape, impl=no_impl(name), varying=varying))
+def _collective(name: str, shape, varying, **rules) -> Primitive:
+    return Primitive(name, Rules(shape=shape, impl=no_impl(name), varying=varying, **rules))
+
+
+# --- derivatives -----------------------------------------------------------------------------
+# Inside a shard_map body a cotangent either varies over a mesh axis (one value per device)
+# or not (one value for the whole axis): the transpose of a sum over devices gives every
+# device the sum of the varying cotangents, and an unvarying one as it is. An operand that
+# did not vary over an axis was, in effect, copied to every device first (``pvary``), whose
+# transpose sums again.
+
+
+def _vma(x: Any) -> frozenset[str]:
+    return x._vma() if isinstance(x, Tracer) else frozenset()
+
+
+def _psum_jvp(primals, out, tangents, *, axes, size, op, **params):
+    (x,), (t,) = primals, tangents
+    varying = frozenset(_vma(x))
+    if op == "sum":
+        return psum_p.bind(t, axes=axes, size=size, op=op, operand_varying=varying)
+    at_extreme = convert(bind("equal", x, out), aval_of(t).dtype)
+    count = psum_p.bind(at_extreme, axes=axes, size=size, op="sum", operand_varying=varying)
+    picked = bind("multiply", t, at_extreme)
+    total = psum_p.bind(picked, axes=axes, size=size, op="sum", operand_varying=varying)
+    return bind("true_divide", total, count)
+
+
+def _psum_transpose(ct, x, *, axes, size, op, operand_varying=None):
+    summed = tuple(a for a in axes if a in _vma(ct))
+    if summed:
+        ct = psum_p.bind(ct, axes=summed, size=_group(axes, size, summed), op="sum")
+    return [_times_copies(ct, axes, size, operand_varying)]
+
+
+def _times_copies(ct: Any, axes: tuple[str, ...], size: int, operand_varying) -> Any:
+    """An operand that did not vary over some of ``axes`` entered the collective once per
+    device along them: its cotangent counts that many times."""
+    varying = frozenset(axes) if operand_varying is None else operand_varying
+    copied = tuple(a for a in axes if a not in varying)
+    if not copied:
+        return ct
+    return bind("multiply", ct, aval_of(ct).dtype.type(_group(axes, size, copied)))
+
+
+def _group(axes: tuple[str, ...], size: int, some: tuple[str, ...]) -> int:
+    """The devices along ``some`` of ``axes`` (a group of ``size`` devices), from the axis
+    sizes bound where the collective runs."""
+    from spmd.core.axis_env import group_size
+
+    return group_size(some) if some != axes else size
+
+
+def _all_gather_transpose(ct, x, *, axes, size, axis, tiled):
+    if set(axes) <= _vma(ct):
+        return [psum_scatter_p.bind(ct, axes=axes, size=size, scatter_dimension=axis, tiled=tiled)]
+    # An unvarying cotangent: each device takes its own chunk (picked by a one-hot sum).
+    shape = aval_of(ct).shape
+    chunk = x.aval.shape[axis] if tiled else 1
+    split = (*shape[:axis], size, chunk, *shape[axis + 1 :])
+    ones = (1,) * axis + (size, 1) + (1,) * (len(shape) - axis - 1)
+    index = axis_index_p.bind(axes=axes, size=size)
+    iota = bind("iota", size=size, start=0, step=1, dtype=np.dtype(np.int32))
+    hot = convert(bind("equal", bind("reshape", iota, new_sizes=ones), index), aval_of(ct).dtype)
+    picked = bind("multiply", bind("reshape", ct, new_sizes=split), hot)
+    piece = bind("reduce_sum", picked, axes=(axis,), keepdims=False)
+    return [bind("reshape", piece, new_sizes=x.aval.shape)]
+
+
+def _psum_scatter_jvp(primals, out, tangents, **params):
+    return psum_scatter_p.bind(tangents[0], **params, operand_varying=_vma(primals[0]))
+
+
+def _psum_scatter_transpose(ct, x, *, axes, size, scatter_dimension, tiled, operand_varying=None):
+    gathered = all_gather_p.bind(ct, axes=axes, size=size, axis=scatter_dimension, tiled=tiled)
+    return [_times_copies(gathered, axes, size, operand_varying)]
+
+
+def _ppermute_transpose(ct, x, *, axes, size, perm):
+    back = tuple((d, s) for s, d in perm)
+    return [ppermute_p.bind(ct, axes=axes, size=size, perm=back)]
+
+
+def _all_to_all_transpose(ct, x, *, axes, size, split_axis, concat_axis, tiled):
+    return [
+        all_to_all_p.bind(
+            ct, axes=axes, size=size, split_axis=concat_axis, concat_axis=split_axis, tiled=tiled
+        )
+    ]
+
+
+def _pvary_transpose(ct, x, *, axes):
+    summed = tuple(a for a in axes if a in _vma(ct))
+    if not summed:
+        return [ct]
+    from spmd.core.axis_env import group_size
+
+    return [psum_p.bind(ct, axes=summed, size=group_size(summed), op="sum")]
+
+
+def _same_dim(primitive_name: str):
+    """Batching for a collective that combines whole values: the batch rides along."""
+
+    def batch(args, dims, **params):
+        return bind(primitive_name, args[0], **params), dims[0]
+
+    return batch
+
+
+def _shifted(primitive_name: str, *axis_params: str):
+    """Batching for a collective with axis parameters: the batch goes first, axes shift."""
+
+    def batch(args, dims, **params):
+        x = batch_to_front(args[0], dims[0], batch_size(args, dims))
+        moved = {k: params[k] + 1 for k in axis_params}
+        return bind(primitive_name, x, **{**params, **moved}), 0
+
+    return batch
 
 
 # op: "sum", "max" or "min"
-psum_p = _collective("psum", _same, _drops_axes)
-all_gather_p = _collective("all_gather", _all_gather_shape, _drops_axes)
-psum_scatter_p = _collective("psum_scatter", _psum_scatter_shape, _adds_axes)
+psum_p = _collective(
+    "psum",
+    _same,
+    _drops_axes,
+    jvp=_psum_jvp,
+    transpose=_psum_transpose,
+    batch=_same_dim("psum"),
+)
+all_gather_p = _collective(
+    "all_gather",
+    _all_gather_shape,
+    _drops_axes,
+    jvp=linear_jvp("all_gather"),
+    transpose=_all_gather_transpose,
+    batch=_shifted("all_gather", "axis"),
+)
+psum_scatter_p = _collective(
+    "psum_scatter",
+    _psum_scatter_shape,
+    _adds_axes,
+    jvp=_psum_scatter_jvp,
+    transpose=_psum_scatter_transpose,
+    batch=_shifted("psum_scatter", "scatter_dimension"),
+)
 # perm: (source, destination) pairs of linear indices over ``axes`` in mesh order
-ppermute_p = _collective("ppermute", _same, _adds_axes)
-all_to_all_p = _collective("all_to_all", _all_to_all_shape, _adds_axes)
+ppermute_p = _collective(
+    "ppermute",
+    _same,
+    _adds_axes,
+    jvp=linear_jvp("ppermute"),
+    transpose=_ppermute_transpose,
+    batch=_same_dim("ppermute"),
+)
+all_to_all_p = _collective(
+    "all_to_all",
+    _all_to_all_shape,
+    _adds_axes,
+    jvp=linear_jvp("all_to_all"),
+    transpose=_all_to_all_transpose,
+    batch=_shifted("all_to_all", "split_axis", "concat_axis"),
+)
 axis_index_p = _collective("axis_index", _axis_index_shape, _adds_axes)
 # The same value, now typed as varying over ``axes`` (JAX's pvary): it moves no data.
-pvary_p = Primitive("pvary", Rules(shape=_same, impl=lambda xp, x, *, axes: x, varying=_adds_axes))
+pvary_p = Primitive(
+    "pvary",
+    Rules(
+        shape=_same,
+        impl=lambda xp, x, *, axes: x,
+        varying=_adds_axes,
+        jvp=linear_jvp("pvary"),
+        transpose=_pvary_transpose,
+        batch=_same_dim("pvary"),
+    ),
+)
 
 COLLECTIVES = frozenset({psum_p, all_gather_p, psum_scatter_p, ppermute_p, all_to_all_p})
 

@@ -16,9 +16,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from spmd.core.ad import UndefinedPrimal
 from spmd.core.aval import ShapedArray
 from spmd.core.primitive import Primitive, Rules
+from spmd.core.trace import aval_of
 from spmd.errors import ShapeError, SpmdTypeError, aval_str
+from spmd.prims.derivatives import bind, convert
 from spmd.sharding.rules import Factors, parse_factors
 
 LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -165,8 +168,85 @@ def einsum_sharding(ins, outs, *, subscripts: str) -> Factors:
     return parse_factors(spec, [a.shape for a in ins], reduce="sum", linear="one")
 
 
+# --- derivatives and batching ----------------------------------------------------------------
+
+
+def _einsum_jvp(primals, out, tangents, *, subscripts: str):
+    """The product rule: one einsum per operand with a tangent, in its place."""
+    terms = [
+        einsum_p.bind(*primals[:k], t, *primals[k + 1 :], subscripts=subscripts)
+        for k, t in enumerate(tangents)
+        if t is not None
+    ]
+    return terms[0] if len(terms) == 1 else bind("add", *terms)
+
+
+def _fresh(used: str) -> str:
+    """A label that ``used`` does not hold."""
+    return next(c for c in LETTERS if c not in used)
+
+
+def _einsum_transpose(ct, *operands, subscripts: str):
+    """The cotangent of the one linear operand: ``ct`` contracted with the other operand
+    onto that operand's labels; labels only it has (summed inside it) are broadcast back, and
+    a label it repeats (a diagonal) is spread onto the diagonal, zero elsewhere."""
+    inputs, output = parse(subscripts)
+    k = next(i for i, x in enumerate(operands) if isinstance(x, UndefinedPrimal))
+    aval, labels = operands[k].aval, inputs[k]
+    others = "".join(inputs[:k] + inputs[k + 1 :])
+    reached = _kept(labels, output + others)  # the labels the cotangent carries
+    if len(operands) == 2:
+        ct = einsum_p.bind(ct, operands[1 - k], subscripts=f"{output},{others}->{reached}")
+    elif output != reached:
+        ct = bind("transpose", ct, permutation=tuple(output.index(c) for c in reached))
+    # Each repeat of a label gets a fresh one; identity tensors tie the repeats together.
+    renamed, seen = "", set()
+    for c in labels:
+        renamed += c if c not in seen else _fresh(subscripts + renamed)
+        seen.add(c)
+    size = dict(zip(renamed, aval.shape, strict=True))
+    if renamed != labels:
+        ties = "".join(c + r for c, r in zip(labels, renamed, strict=True) if c != r)
+        eye = functools.reduce(np.multiply.outer, [np.eye(size[c]) for c in ties[::2]])
+        tied = reached + "".join(dict.fromkeys(c for c in ties[::2] if c not in reached))
+        tied += ties[1::2]
+        ct = einsum_p.bind(
+            ct, eye.astype(aval_of(ct).dtype), subscripts=f"{reached},{ties}->{tied}"
+        )
+        reached = tied
+    missing = "".join(c for c in renamed if c not in reached)
+    if missing:
+        shape = tuple(size[c] for c in missing + reached)
+        ct = bind("broadcast_to", ct, shape=shape)
+        reached = missing + reached
+    if reached != renamed:
+        ct = bind("transpose", ct, permutation=tuple(reached.index(c) for c in renamed))
+    if aval_of(ct).dtype.kind == "c" and aval.dtype.kind != "c":
+        ct = bind("real", ct)
+    return [convert(ct, aval.dtype) if i == k else None for i in range(len(operands))]
+
+
+def _einsum_batch(args, dims, *, subscripts: str):
+    """A fresh label for the batch dimension, in each batched operand and first in the output."""
+    inputs, output = parse(subscripts)
+    b = _fresh(subscripts)
+    inputs = [
+        labels if d is None else labels[:d] + b + labels[d:]
+        for labels, d in zip(inputs, dims, strict=True)
+    ]
+    return einsum_p.bind(*args, subscripts=f"{','.join(inputs)}->{b}{output}"), 0
+
+
 # Output dimensions follow ``output``; labels absent from it are contracted (summed).
 einsum_p = Primitive(
     "einsum",
-    Rules(shape=_einsum_shape, impl=_einsum_impl, sharding=einsum_sharding, calls_blas=True),
+    Rules(
+        shape=_einsum_shape,
+        impl=_einsum_impl,
+        sharding=einsum_sharding,
+        calls_blas=True,
+        jvp=_einsum_jvp,
+        transpose=_einsum_transpose,
+        batch=_einsum_batch,
+    ),
 )

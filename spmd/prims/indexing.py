@@ -16,7 +16,9 @@ import numpy as np
 
 from spmd.core.aval import ShapedArray
 from spmd.core.primitive import Primitive, Rules
+from spmd.core.trace import aval_of
 from spmd.errors import ShapeError, SpmdError, SpmdTypeError, shape_str
+from spmd.prims.derivatives import batch_size, batch_to_front, bind, moveaxis
 from spmd.sharding.rules import Factors
 
 
@@ -123,21 +125,26 @@ def _getitem_shape(x: ShapedArray, *index_avals: ShapedArray, index: tuple) -> S
     return ShapedArray((*middle, *(d for _, dims in basic for d in dims)), x.dtype)
 
 
-def _getitem_impl(xp, x, *indices, index: tuple):
-    """Index arrays wrap negative entries and clip the rest into range (as JAX does under
-    jit); the wrappers have already rejected out-of-range values they could see."""
-    x = xp.asarray(x)
+def _key(xp, shape: tuple[int, ...], indices, index: tuple) -> tuple:
+    """The NumPy index for the plan on an array of ``shape``. Index arrays wrap negative
+    entries and clip the rest into range (as JAX does under jit); the wrappers have already
+    rejected out-of-range values they could see."""
     key, axis = [], 0
     for entry in index:
         if isinstance(entry, IndexArray):
-            size = x.shape[axis]
+            size = shape[axis]
             i = xp.asarray(indices[entry.position])
             i = xp.clip(xp.where(i < 0, i + size, i), 0, max(size - 1, 0))
             key.append(i)
         else:
             key.append(entry.to_slice() if isinstance(entry, Slice) else entry)
         axis += entry is not None and entry is not Ellipsis
-    return x[tuple(key)]
+    return tuple(key)
+
+
+def _getitem_impl(xp, x, *indices, index: tuple):
+    x = xp.asarray(x)
+    return x[_key(xp, x.shape, indices, index)]
 
 
 def _getitem_sharding(ins, outs, *, index: tuple) -> Factors:
@@ -174,6 +181,176 @@ def _getitem_sharding(ins, outs, *, index: tuple) -> Factors:
     )
 
 
+# --- scatter_add: the transpose of getitem --------------------------------------------------
+
+
+def _scatter_add_shape(
+    updates: ShapedArray, *index_avals: ShapedArray, index: tuple, shape: tuple[int, ...]
+) -> ShapedArray:
+    taken = _getitem_shape(ShapedArray(tuple(shape), updates.dtype), *index_avals, index=index)
+    if taken.shape != updates.shape:
+        raise ShapeError(
+            f"scatter_add: updates {updates} do not fit index plan {index} of an array of "
+            f"shape {shape_str(shape)}, which takes {taken}."
+        )
+    return ShapedArray(tuple(shape), updates.dtype)
+
+
+def _scatter_add_impl(xp, updates, *indices, index: tuple, shape: tuple[int, ...]):
+    """Zeros of ``shape`` with ``updates`` added where ``x[index]`` reads, summed where an
+    index names a position more than once."""
+    updates = xp.asarray(updates)
+    out = xp.zeros(shape, dtype=updates.dtype)
+    key = _key(xp, shape, indices, index)
+    if any(isinstance(e, IndexArray) for e in index):
+        xp.add.at(out, key, updates)
+    else:  # basic indexing names each position at most once
+        out[key] = updates
+    return out
+
+
+def _scatter_add_sharding(ins, outs, *, index: tuple, shape: tuple[int, ...]) -> Factors:
+    """getitem's factors with operand and result swapped: dimensions taken whole pass
+    through (each device scatters its block), the others are blocked."""
+    updates, *index_avals = ins
+    taken = _getitem_sharding([outs[0], *index_avals], [updates], index=index)
+    operands = (taken.results[0], *taken.operands[1:])
+    return Factors(operands, (taken.operands[0],), taken.sizes, blocked=taken.blocked)
+
+
+def _scatter_add_block(params, in_shapes, out_shapes, in_dtypes, out_bounds) -> dict:
+    """A device makes its block of the result, of the block's shape (the dimensions it is
+    split along are taken whole, so the index plan holds as it is)."""
+    return {**params, "shape": tuple(out_shapes[0])}
+
+
+# --- derivatives and batching of getitem ----------------------------------------------------
+
+
+def _getitem_jvp(primals, out, tangents, *, index):
+    if tangents[0] is None:
+        return None
+    return getitem_p.bind(tangents[0], *primals[1:], index=index)
+
+
+def _getitem_transpose(ct, x, *indices, index):
+    spread = scatter_add_p.bind(ct, *indices, index=index, shape=x.aval.shape)
+    return [spread, *(None for _ in indices)]
+
+
+def _batched_plan(index: tuple, indices, dims, size: int, operand_batched: bool):
+    """How to index a whole batch at once: the index plan, the index arrays, where the batch
+    dimension lands in the result, and the permutation (or None) that takes that result to
+    the members' layout. A batched operand has its batch dimension first.
+
+    Unbatched index arrays: a full slice takes the operand's batch dimension. Batched ones:
+    their batch dimension goes first and they broadcast one rank higher; a batched operand is
+    then also indexed by ``arange(size)`` along its batch dimension, so member ``b`` reads its
+    own slice. That extra index array comes first, so the advanced dimensions come first in
+    the result even where the members keep them in place: the permutation moves them back."""
+    arrays = [e for e in index if isinstance(e, IndexArray)]
+    avals = [aval_of(i) for i in indices]
+    if all(d is None for d in dims):
+        index = (Slice(0, size, 1), *index)
+        if not arrays or _adjacent(index):
+            return index, list(indices), 0, None
+        middle = np.broadcast_shapes(*(avals[e.position].shape for e in arrays))
+        return index, list(indices), len(middle), None
+    rank = max(a.ndim - (d is not None) for a, d in zip(avals, dims, strict=True))
+    lined = []
+    for i, d in zip(indices, dims, strict=True):
+        if d is not None:
+            i = moveaxis(i, d, 0)
+            rest = aval_of(i).shape[1:]
+            i = bind("reshape", i, new_sizes=(size, *(1,) * (rank - len(rest)), *rest))
+        lined.append(i)
+    before = 0  # the members' dimensions before the advanced ones, where those stay in place
+    if _adjacent(index):
+        first = next(p for p, e in enumerate(index) if _advanced(e))
+        before = sum(isinstance(e, Slice) or e is None for e in index[:first])
+    if not operand_batched:
+        return index, lined, before, None
+    members = np.arange(size, dtype=np.intp).reshape((size,) + (1,) * rank)
+    plan = (IndexArray(len(lined)), *index)
+    order = None
+    if before:  # (batch, advanced, before, after) -> (batch, before, advanced, after)
+        order = (0, *range(1 + rank, 1 + rank + before), *range(1, 1 + rank))
+    return plan, [*lined, members], 0, order
+
+
+def _advanced(entry) -> bool:
+    return isinstance(entry, IndexArray | int)
+
+
+def _adjacent(index: tuple) -> bool:
+    """Whether the advanced entries (index arrays, and integers among them) are adjacent, so
+    that their dimensions stay in place in the result."""
+    positions = [p for p, e in enumerate(index) if _advanced(e)]
+    return positions == list(range(positions[0], positions[-1] + 1))
+
+
+def _full_order(order: tuple[int, ...] | None, ndim: int) -> tuple[int, ...] | None:
+    return None if order is None else (*order, *range(len(order), ndim))
+
+
+def _getitem_batch(args, dims, *, index):
+    (x, *indices), (x_dim, *index_dims) = args, dims
+    size = batch_size(args, dims)
+    if x_dim is not None:
+        x = moveaxis(x, x_dim, 0)
+    plan, lined, out_dim, order = _batched_plan(index, indices, index_dims, size, x_dim is not None)
+    out = getitem_p.bind(x, *lined, index=plan)
+    order = _full_order(order, aval_of(out).ndim)
+    return (out if order is None else bind("transpose", out, permutation=order)), out_dim
+
+
+def _scatter_add_batch(args, dims, *, index, shape):
+    """As getitem's with a batched operand: the result has the batch dimension first, and the
+    updates are laid out as that getitem's result."""
+    (updates, *indices), (u_dim, *index_dims) = args, dims
+    size = batch_size(args, dims)
+    plan, lined, out_dim, order = _batched_plan(index, indices, index_dims, size, True)
+    updates = moveaxis(batch_to_front(updates, u_dim, size), 0, out_dim)
+    order = _full_order(order, aval_of(updates).ndim)
+    if order is not None:
+        inverse = tuple(int(k) for k in np.argsort(order))
+        updates = bind("transpose", updates, permutation=inverse)
+    return scatter_add_p.bind(updates, *lined, index=plan, shape=(size, *shape)), 0
+
+
+def _scatter_add_jvp(primals, out, tangents, *, index, shape):
+    if tangents[0] is None:
+        return None
+    return scatter_add_p.bind(tangents[0], *primals[1:], index=index, shape=shape)
+
+
+def _scatter_add_transpose(ct, updates, *indices, index, shape):
+    return [getitem_p.bind(ct, *indices, index=index), *(None for _ in indices)]
+
+
 getitem_p = Primitive(
-    "getitem", Rules(shape=_getitem_shape, impl=_getitem_impl, sharding=_getitem_sharding)
+    "getitem",
+    Rules(
+        shape=_getitem_shape,
+        impl=_getitem_impl,
+        sharding=_getitem_sharding,
+        jvp=_getitem_jvp,
+        transpose=_getitem_transpose,
+        batch=_getitem_batch,
+    ),
+)
+
+# scatter_add(updates, *index arrays, index, shape): zeros of ``shape`` with ``updates`` added
+# at ``[index]``: the transpose of getitem.
+scatter_add_p = Primitive(
+    "scatter_add",
+    Rules(
+        shape=_scatter_add_shape,
+        impl=_scatter_add_impl,
+        sharding=_scatter_add_sharding,
+        local_params=_scatter_add_block,
+        jvp=_scatter_add_jvp,
+        transpose=_scatter_add_transpose,
+        batch=_scatter_add_batch,
+    ),
 )

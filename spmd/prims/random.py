@@ -17,9 +17,14 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from spmd.core.ad import zeros
 from spmd.core.aval import ShapedArray
-from spmd.core.primitive import Primitive, Rules
+from spmd.core.primitive import Primitive, Rules, primitive_named
+from spmd.core.trace import aval_of
 from spmd.errors import ShapeError, SpmdTypeError
+from spmd.prims.derivatives import batch_size, bind
+from spmd.prims.indexing import Slice
+from spmd.prims.shape import member_aval
 from spmd.sharding.rules import Factors, broadcast_factors
 
 _ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
@@ -300,6 +305,35 @@ def _block_params(params, in_shapes, out_shapes, in_dtypes, out_bounds, *, key_w
     return {**params, "shape": shape, "global_shape": params["shape"], "start": start}
 
 
+def _per_member(name: str):
+    """Batching by generating for each batch member on its own (member ``b``'s keys and
+    bounds indexed at ``b``) and stacking the results: each member's numbers are exactly
+    those it would get unbatched."""
+
+    def batch(args, dims, **params):
+        primitive = primitive_named(name)
+        size = batch_size(args, dims)
+        if size == 0:
+            avals = [member_aval(aval_of(a), d) for a, d in zip(args, dims, strict=True)]
+            aval = primitive.rules.shape(*avals, **params)
+            return zeros(ShapedArray((0, *aval.shape), aval.dtype)), 0
+        outs = []
+        for b in range(size):
+            member = []
+            for a, d in zip(args, dims, strict=True):
+                if d is not None:
+                    shape = aval_of(a).shape
+                    index = [Slice(0, n, 1) for n in shape]
+                    index[d] = b
+                    a = bind("getitem", a, index=tuple(index))
+                member.append(a)
+            out = primitive.bind(*member, **params)
+            outs.append(bind("reshape", out, new_sizes=(1, *aval_of(out).shape)))
+        return bind("concatenate", *outs, axis=0), 0
+
+    return batch
+
+
 random_bits_p = Primitive(
     "random_bits",
     Rules(
@@ -307,6 +341,7 @@ random_bits_p = Primitive(
         impl=_random_bits_impl,
         sharding=_sampler_sharding,
         local_params=_block_params,
+        batch=_per_member("random_bits"),
     ),
 )
 random_uniform_p = Primitive(
@@ -316,6 +351,7 @@ random_uniform_p = Primitive(
         impl=_uniform_impl,
         sharding=_sampler_sharding,
         local_params=_block_params,
+        batch=_per_member("random_uniform"),
     ),
 )
 random_normal_p = Primitive(
@@ -325,6 +361,7 @@ random_normal_p = Primitive(
         impl=_normal_impl,
         sharding=_sampler_sharding,
         local_params=_block_params,
+        batch=_per_member("random_normal"),
     ),
 )
 threefry_split_p = Primitive(
@@ -334,8 +371,15 @@ threefry_split_p = Primitive(
         impl=_split_impl,
         sharding=_split_sharding,
         local_params=functools.partial(_block_params, key_words=1),
+        batch=_per_member("threefry_split"),
     ),
 )
 threefry_fold_in_p = Primitive(  # its result is one key: computed whole wherever it is needed
-    "threefry_fold_in", Rules(shape=_fold_in_shape, impl=_fold_in_impl, sharding=None)
+    "threefry_fold_in",
+    Rules(
+        shape=_fold_in_shape,
+        impl=_fold_in_impl,
+        sharding=None,
+        batch=_per_member("threefry_fold_in"),
+    ),
 )

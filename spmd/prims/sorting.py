@@ -12,7 +12,10 @@ import numpy as np
 
 from spmd.core.aval import ShapedArray
 from spmd.core.primitive import Primitive, Rules
-from spmd.prims.reduction import one_axis_sharding
+from spmd.core.trace import aval_of
+from spmd.prims.derivatives import bind
+from spmd.prims.indexing import IndexArray
+from spmd.prims.reduction import one_axis_batch, one_axis_sharding
 
 
 def _sorted_shape(x: ShapedArray, axis: int | None) -> tuple[int, ...]:
@@ -28,12 +31,36 @@ def _argsort_shape(x: ShapedArray, *, axis: int | None) -> ShapedArray:
     return ShapedArray(_sorted_shape(x, axis), np.dtype(np.intp))
 
 
+def _take_along(t, order, axis: int):
+    """``t`` gathered along ``axis`` by the indices ``order`` (of ``t``'s shape): each other
+    axis is indexed by a range, broadcast to meet the others."""
+    shape = aval_of(t).shape
+    ranges = [
+        order
+        if i == axis
+        else np.arange(n).reshape([n if j == i else 1 for j in range(len(shape))])
+        for i, n in enumerate(shape)
+    ]
+    return bind("getitem", t, *ranges, index=tuple(map(IndexArray, range(len(shape)))))
+
+
+def _sort_jvp(primals, out, tangents, *, axis):
+    """The tangent moves with its element: gathered by the permutation that sorts ``x``."""
+    (x,), (t,) = primals, tangents
+    if axis is None or aval_of(x).ndim == 0:
+        t = bind("reshape", t, new_sizes=(aval_of(x).size,))
+    order = argsort_p.bind(x, axis=axis)
+    return _take_along(t, order, 0 if axis is None else axis)
+
+
 sort_p = Primitive(
     "sort",
     Rules(
         shape=_sort_shape,
         impl=lambda xp, x, *, axis: xp.sort(x, axis=axis, kind="stable"),
         sharding=one_axis_sharding,
+        jvp=_sort_jvp,
+        batch=one_axis_batch("sort"),
     ),
 )
 argsort_p = Primitive(
@@ -42,5 +69,7 @@ argsort_p = Primitive(
         shape=_argsort_shape,
         impl=lambda xp, x, *, axis: xp.argsort(x, axis=axis, kind="stable"),
         sharding=one_axis_sharding,
+        jvp=lambda primals, out, tangents, *, axis: None,  # piecewise constant integers
+        batch=one_axis_batch("argsort"),
     ),
 )

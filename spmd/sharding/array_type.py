@@ -56,8 +56,9 @@ def explicit_type(aval: ShapedArray, mesh: Mesh, dims: Iterable[tuple[str, ...]]
     return ArrayType(aval.shape, aval.dtype, aval.weak_type, NamedSharding(mesh, spec))
 
 
-def varying_type(aval: ShapedArray, mesh: Mesh, varying: Iterable[str]) -> ArrayType:
-    """A shard_map body's value (one block per device) that varies over ``varying``."""
+def varying_type(aval: ShapedArray, axis_names: tuple[str, ...], varying: Iterable[str]):
+    """A shard_map body's value (one block per device) that varies over ``varying``, of
+    the mesh axes ``axis_names``."""
     return ArrayType(
-        aval.shape, aval.dtype, aval.weak_type, vma=frozenset(varying), mesh_axes=mesh.axis_names
+        aval.shape, aval.dtype, aval.weak_type, vma=frozenset(varying), mesh_axes=axis_names
     )

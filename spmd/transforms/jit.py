@@ -90,6 +90,8 @@ class Jitted:
         self.donate_argnums = _as_tuple(donate_argnums)
         self._cache: dict = {}
         functools.update_wrapper(self, fun, updated=())
+        if not hasattr(self, "__name__"):  # a functools.partial, a callable object
+            self.__name__ = getattr(getattr(fun, "func", type(fun)), "__name__", "fun")
         self.label = f"jit({self.__name__})"  # what mesh errors call it (eager ops: "add")
 
     def _static_positions(self, args: tuple) -> tuple[int, ...]:

@@ -30,6 +30,7 @@ from spmd.sharding.device import process_count
 from spmd.sharding.mesh import Mesh
 from spmd.sharding.rules import Decision, ValueSharding
 from spmd.transforms.manual import Held, Splits, splits_to_dims
+from spmd.transforms.pmap_ad import pmap_jvp, pmap_transpose
 from spmd.transforms.pmap_multihost import call_across_processes
 from spmd.transforms.replication import varying_axes
 from spmd.tree_util import tree_broadcast_prefix, tree_flatten, tree_unflatten
@@ -165,6 +166,8 @@ pmap_p = Primitive(
         sharding=_fixed,
         per_device=_lower,
         varying=_varying,
+        jvp=pmap_jvp,
+        transpose=pmap_transpose,
     ),
     multiple_results=True,
 )

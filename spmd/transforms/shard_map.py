@@ -34,6 +34,7 @@ from spmd.sharding.spec import PartitionSpec
 from spmd.transforms.blocks_trace import BlocksTracer, run_on_blocks
 from spmd.transforms.manual import Held
 from spmd.transforms.replication import varying_axes
+from spmd.transforms.shard_map_ad import shard_map_jvp, shard_map_transpose
 from spmd.transforms.shard_map_bodies import check_collectives, close_bodies
 from spmd.transforms.typeof import VaryingTypes
 from spmd.tree_util import tree_broadcast_prefix, tree_flatten, tree_unflatten
@@ -64,6 +65,8 @@ shard_map_p = Primitive(
         impl=no_impl("shard_map"),
         sharding=_fixed,
         per_device=_lower,
+        jvp=shard_map_jvp,
+        transpose=shard_map_transpose,
     ),
     multiple_results=True,
 )
@@ -250,7 +253,7 @@ class ShardMapped:
             trace.new_arg(ShapedArray(tuple(shape), a.dtype, a.weak_type))
             for shape, a in zip(signature, avals, strict=True)
         ]
-        trace.types = VaryingTypes(mesh, in_varying)
+        trace.types = VaryingTypes(mesh.axis_names, in_varying)
         with tracing(trace), binding(dict(mesh.shape)):
             args = tree_unflatten(in_tree, tracers)
             out = self.f(*args)

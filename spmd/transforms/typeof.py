@@ -24,7 +24,7 @@ def typeof(x: Any) -> ArrayType:
     ``typeof(device_put(np.ones((8, 4)), P('x')))`` is ``float64[8@x,4]``.
     """
     if isinstance(x, BlocksTracer):
-        return varying_type(x.aval, x._trace.mesh, x.varying)
+        return varying_type(x.aval, x._trace.mesh.axis_names, x.varying)
     if isinstance(x, Tracer) and isinstance(x._trace, ProgramTrace) and x._trace.types is not None:
         return x._trace.types(x._trace, x.node)
     aval = aval_of(x)
@@ -49,12 +49,12 @@ class PropagatedTypes:
 
 
 class VaryingTypes:
-    """Types inside a traced shard_map body: the mesh axes each value varies over."""
+    """Types inside a traced shard_map or pmap body: the axes each value varies over."""
 
-    def __init__(self, mesh: Mesh, in_varying: list[frozenset[str]]) -> None:
-        self.mesh = mesh
+    def __init__(self, axis_names: tuple[str, ...], in_varying: list[frozenset[str]]) -> None:
+        self.axis_names = axis_names
         self.in_varying = in_varying
 
     def __call__(self, trace: ProgramTrace, var: Var) -> ArrayType:
         (varies,) = varying_axes(trace.so_far([var]), self.in_varying)
-        return varying_type(var.aval, self.mesh, varies)
+        return varying_type(var.aval, self.axis_names, varies)

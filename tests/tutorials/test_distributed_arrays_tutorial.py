@@ -411,7 +411,6 @@ def test_eight_way_batch_parallel_loss():
     np.testing.assert_allclose(float(result), numpy_loss(params, batch), rtol=1e-5)
 
 
-@pytest.mark.skip(reason="needs spmd.grad/vmap: issue 15")
 def test_eight_way_batch_parallel_training_lowers_the_loss():
     loss_jit = jax.jit(loss)
     gradfun = jax.jit(jax.grad(loss))
@@ -492,7 +491,6 @@ def test_four_way_batch_two_way_model_parallel_loss(capsys):
     np.testing.assert_allclose(float(loss_jit(params, batch)), numpy_loss(params, batch), rtol=1e-5)
 
 
-@pytest.mark.skip(reason="needs spmd.grad/vmap: issue 15")
 def test_four_way_batch_two_way_model_parallel_training_keeps_weight_shardings(capsys):
     from spmd.sharding import NamedSharding
     from spmd.sharding import PartitionSpec as P

@@ -13,7 +13,6 @@ Not ported: the matplotlib cell that plots the fitted line (it only draws).
 import functools
 
 import numpy as np
-import pytest
 
 import spmd as jax
 import spmd.numpy as jnp
@@ -108,7 +107,6 @@ def test_convolve_one_example_and_the_batches():
 
 
 # The basics: "As before, we can vectorise using jax.vmap"
-@pytest.mark.skip(reason="needs spmd.grad/vmap: issue 15")
 def test_vmap_convolve_over_the_batch():
     _, _, xs, ws = tutorial_batches()
     out = jax.vmap(convolve)(xs, ws)
@@ -164,7 +162,6 @@ def test_normalized_convolution_psums_over_the_pmapped_axis():
 
 
 # Communication between devices: "jax.vmap also supports axis_name"
-@pytest.mark.skip(reason="needs spmd.grad/vmap: issue 15")
 def test_vmap_with_axis_name_psums_over_the_batch():
     _, _, xs, ws = tutorial_batches()
     out = jax.vmap(normalized_convolution, axis_name="p")(xs, ws)
@@ -174,7 +171,6 @@ def test_vmap_with_axis_name_psums_over_the_batch():
 # Example: data-parallel linear regression (value_and_grad inside pmap). The tutorial's
 # jax.tree_map (removed from JAX itself since) and jax.device_get are kept as written.
 # np.random.seed(0) is added so that the data, and hence the printed losses, are fixed.
-@pytest.mark.skip(reason="needs spmd.grad/vmap: issue 15")
 def test_data_parallel_regression_training_loop(capsys):
     from typing import NamedTuple
 

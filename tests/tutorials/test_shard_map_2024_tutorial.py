@@ -31,7 +31,6 @@ import re
 from functools import partial
 
 import numpy as np
-import pytest
 
 import spmd as jax
 import spmd.numpy as jnp
@@ -172,7 +171,6 @@ def test_matmul_basic_sums_partial_products_into_row_blocks(capsys):
 # ---------------------------------------------------------------------------------------------
 
 
-@pytest.mark.skip(reason="needs spmd.grad/vmap: issue 15")
 def test_check_vmap_stacks_per_row_results(capsys):
     def check_vmap(f, xs):
         ans = jax.vmap(f, in_axes=(0,), out_axes=0)(xs)
@@ -813,7 +811,6 @@ def test_data_parallel_loss_matches_the_reference(capsys):
 
 
 # Neural networks: 8-way batch data parallelism, the gradient check
-@pytest.mark.skip(reason="needs spmd.grad/vmap: issue 15")
 def test_data_parallel_gradients_match_the_reference(capsys):
     params, batch = init(jax.random.PRNGKey(0), layer_sizes, batch_size)
 
@@ -841,7 +838,6 @@ def test_data_parallel_gradients_match_the_reference(capsys):
 
 
 # Neural networks: 8-way fully sharded data parallelism (FSDP)
-@pytest.mark.skip(reason="needs spmd.grad/vmap: issue 15")
 def test_fsdp_loss_and_gradients_match_the_reference(capsys):
     params, batch = init(jax.random.PRNGKey(0), layer_sizes, batch_size)
 
@@ -935,7 +931,6 @@ def test_tensor_parallel_loss_matches_the_reference():
 
 
 # Neural networks: FSDP + TP, with shard_map at the top level
-@pytest.mark.skip(reason="needs spmd.grad/vmap: issue 15")
 def test_fsdp_plus_tp_loss_and_gradients_match_the_reference(capsys):
     params, batch = init(jax.random.PRNGKey(0), layer_sizes, batch_size)
 
@@ -987,7 +982,6 @@ def test_fsdp_plus_tp_loss_and_gradients_match_the_reference(capsys):
 
 
 # Neural networks: SPMD pipeline parallelism (PP)
-@pytest.mark.skip(reason="needs spmd.grad/vmap: issue 15")
 def test_spmd_pipeline_loss_matches_the_reference(capsys):
     params, batch = init(jax.random.PRNGKey(0), layer_sizes, batch_size)
 

@@ -132,7 +132,6 @@ def test_matmul_basic_psums_partial_products_and_keeps_row_blocks(capsys):
 
 
 # "Rank-reducing vs rank-preserving maps": the vmap reference semantics
-@pytest.mark.skip(reason="needs spmd.grad/vmap: issue 15")
 def test_vmap_unstacks_and_restacks(capsys):
     from spmd.tree_util import tree_all, tree_map
 
@@ -997,7 +996,6 @@ def test_data_parallel_loss_matches_the_reference(capsys, model):
 
 
 # "8-way batch data parallelism": the gradients match too
-@pytest.mark.skip(reason="needs spmd.grad/vmap: issue 15")
 def test_data_parallel_gradients_match_the_reference(capsys, model):
     from spmd.tree_util import tree_all, tree_map
 
@@ -1027,7 +1025,6 @@ def test_data_parallel_gradients_match_the_reference(capsys, model):
 
 
 # "Neural networks" / "8-way fully sharded data parallelism (FSDP)": predict_fsdp is remat'd
-@pytest.mark.skip(reason="needs spmd.grad/vmap: issue 15")
 def test_fsdp_loss_and_gradients_match_the_reference(capsys, model):
     from spmd.sharding import Mesh, NamedSharding
     from spmd.sharding import PartitionSpec as P
@@ -1108,7 +1105,6 @@ def test_tensor_parallel_loss_matches_the_reference(model):
 
 
 # "Neural networks" / "FSDP + TP, with shard_map at the top level": predict_fsdp_tp is remat'd
-@pytest.mark.skip(reason="needs spmd.grad/vmap: issue 15")
 def test_fsdp_plus_tp_loss_matches_the_reference(capsys, model):
     from spmd.sharding import NamedSharding
     from spmd.sharding import PartitionSpec as P
@@ -1244,7 +1240,6 @@ def test_pipeline_parameters_and_stage_sharded_stack(capsys, pipeline):
 
 
 # "SPMD pipeline parallelism (PP)": the pipelined loss (spmd_pipeline vmaps each stage)
-@pytest.mark.skip(reason="needs spmd.grad/vmap: issue 15")
 def test_pipelined_loss_matches_the_reference(capsys, pipeline):
     mesh, loss, loss_pp, params, batch, params_, batch_ = pipeline
     capsys.readouterr()

@@ -1,0 +1,212 @@
+"""``jvp``, ``vjp``, ``grad`` and ``value_and_grad`` over pytrees, as in JAX (spmd/core/ad.py
+does the differentiating). They compose with jit: inside it the backward pass is traced into
+the same program, so it is sharded and partitioned with the forward one."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from spmd.core.ad import JVPTrace, jvp_call, linearize, transpose, zeros
+from spmd.core.trace import aval_of, current_trace, tracing
+from spmd.errors import ShapeError, SpmdTypeError
+from spmd.tree_util import tree_flatten, tree_unflatten
+
+
+def _flat(fun: Callable, in_tree, has_aux: bool, store: dict) -> Callable:
+    """``fun`` on flat leaves, returning flat output leaves; its tree (and aux) into ``store``."""
+
+    def flat_fun(*leaves):
+        out = fun(*tree_unflatten(in_tree, leaves))
+        if has_aux:
+            if not (isinstance(out, tuple) and len(out) == 2):
+                raise SpmdTypeError(
+                    f"has_aux=True needs the function to return a pair (output, aux), got "
+                    f"{type(out).__name__}."
+                )
+            out, store["aux"] = out
+        out_leaves, store["tree"] = tree_flatten(out)
+        return out_leaves
+
+    return flat_fun
+
+
+def _inexact(x: Any) -> bool:
+    return np.issubdtype(aval_of(x).dtype, np.inexact)
+
+
+def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any]) -> tuple[Any, Any]:
+    """``fun(*primals)`` and its directional derivative along ``tangents`` (forward mode).
+
+    Example: ``jvp(spmd.numpy.sin, (x,), (t,))`` is ``(sin(x), cos(x) * t)``.
+    """
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+        raise SpmdTypeError("jvp: primals and tangents must be tuples (or lists) of arguments.")
+    leaves, in_tree = tree_flatten(tuple(primals))
+    t_leaves, t_tree = tree_flatten(tuple(tangents))
+    if t_tree != in_tree:
+        raise ShapeError(f"jvp: tangents {t_tree} must have the structure of primals {in_tree}.")
+    for i, (p, t) in enumerate(zip(leaves, t_leaves, strict=True)):
+        if aval_of(p).shape != aval_of(t).shape:
+            raise ShapeError(
+                f"jvp: tangent {i} has shape {aval_of(t).shape} but its primal has shape "
+                f"{aval_of(p).shape}; each tangent must match its primal's shape."
+            )
+    store: dict = {}
+    tangents_in = [t if _inexact(p) else None for p, t in zip(leaves, t_leaves, strict=True)]
+    outs, out_tangents = jvp_call(
+        _flat(fun, in_tree, False, store), leaves, tangents_in, current_trace()
+    )
+    out_tangents = [
+        t if t is not None else zeros(aval_of(o)) for o, t in zip(outs, out_tangents, strict=True)
+    ]
+    return tree_unflatten(store["tree"], outs), tree_unflatten(store["tree"], out_tangents)
+
+
+def vjp(fun: Callable, *primals: Any, has_aux: bool = False):
+    """``fun(*primals)`` and a function taking a cotangent of the output to the cotangents of
+    the inputs (reverse mode); with ``has_aux``, also the aux value ``fun`` returned.
+
+    Example: ``y, back = vjp(f, x); (ct_x,) = back(np.ones_like(y))``.
+    """
+    leaves, in_tree = tree_flatten(primals)
+    store: dict = {}
+    linear_in = [_inexact(x) for x in leaves]
+    outs, program, has_tangent = linearize(_flat(fun, in_tree, has_aux, store), leaves, linear_in)
+    out_tree = store["tree"]
+
+    def pullback(cotangent: Any) -> tuple:
+        ct_leaves, ct_tree = tree_flatten(cotangent)
+        if ct_tree != out_tree:
+            raise ShapeError(
+                f"vjp: the cotangent's structure {ct_tree} must match the output's {out_tree}."
+            )
+        for i, (ct, out) in enumerate(zip(ct_leaves, outs, strict=True)):
+            if aval_of(ct).shape != aval_of(out).shape:
+                raise ShapeError(
+                    f"vjp: cotangent {i} has shape {aval_of(ct).shape} but output {i} has "
+                    f"shape {aval_of(out).shape}."
+                )
+        wanted = [ct for ct, has in zip(ct_leaves, has_tangent, strict=True) if has]
+        found = iter(transpose(program, program.consts, wanted))
+        cts = [next(found) if lin else None for lin in linear_in]
+        cts = [
+            ct if ct is not None else zeros(aval_of(x).strong())
+            for ct, x in zip(cts, leaves, strict=True)
+        ]
+        return tree_unflatten(in_tree, cts)
+
+    out = tree_unflatten(out_tree, outs)
+    return (out, pullback, store["aux"]) if has_aux else (out, pullback)
+
+
+def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False):
+    """A function returning ``fun``'s value and its gradient with respect to the arguments
+    ``argnums`` (``fun`` must return a real scalar). With ``has_aux``: ``((value, aux), grad)``.
+
+    Example: ``value_and_grad(lambda w: ((x @ w) ** 2).sum())(w)``.
+    """
+    many = not isinstance(argnums, int)
+    positions = tuple(argnums) if many else (argnums,)
+
+    def value_and_grad_fun(*args, **kwargs):
+        for k in positions:
+            if not -len(args) <= k < len(args):
+                raise SpmdTypeError(
+                    f"grad: argnums {argnums!r} names argument {k}, but the function was "
+                    f"called with {len(args)} positional arguments."
+                )
+        chosen = tuple(args[k] for k in positions)
+        for k, arg in zip(positions, chosen, strict=True):
+            for leaf in tree_flatten(arg)[0]:
+                if not _inexact(leaf):
+                    raise SpmdTypeError(
+                        f"grad requires real- or complex-valued inputs, but argument {k} has "
+                        f"a leaf of dtype {aval_of(leaf).dtype}; differentiate with respect to "
+                        f"float arguments only (convert it, or leave it out of argnums)."
+                    )
+
+        def partial_fun(*diff):
+            full = list(args)
+            for k, value in zip(positions, diff, strict=True):
+                full[k] = value
+            return fun(*full, **kwargs)
+
+        result = vjp(partial_fun, *chosen, has_aux=has_aux)
+        value, pullback = result[0], result[1]
+        _check_scalar(value)
+        grads = pullback(np.ones((), aval_of(value).dtype))
+        grads = grads if many else grads[0]
+        return ((value, result[2]) if has_aux else value), grads
+
+    return value_and_grad_fun
+
+
+def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False):
+    """A function returning the gradient of ``fun`` (a real scalar) with respect to the
+    arguments ``argnums``; with ``has_aux``, ``(grad, aux)``.
+
+    Example: ``grad(lambda x: (x ** 2).sum())(x)`` is ``2 * x``.
+    """
+    value_and_grad_fun = value_and_grad(fun, argnums, has_aux)
+
+    def grad_fun(*args, **kwargs):
+        value, grads = value_and_grad_fun(*args, **kwargs)
+        return (grads, value[1]) if has_aux else grads
+
+    return grad_fun
+
+
+def checkpoint(
+    fun: Callable,
+    *,
+    prevent_cse: bool = True,
+    policy: Callable | None = None,
+    static_argnums: int | Sequence[int] = (),
+) -> Callable:
+    """``fun``, differentiated by recomputing its intermediates in the backward pass instead
+    of keeping them (``jax.checkpoint`` / ``jax.remat``): only its inputs are saved.
+    ``policy`` and ``prevent_cse`` are accepted for JAX code; every intermediate is
+    recomputed. Example: ``grad(lambda w: checkpoint(layer)(w, x).sum())(w)``.
+    """
+    del prevent_cse, policy, static_argnums  # arguments pass through unchanged
+
+    def rematerialized(*args, **kwargs):
+        trace = current_trace()
+        if not isinstance(trace, JVPTrace):
+            return fun(*args, **kwargs)
+        leaves, in_tree = tree_flatten(args)
+        pairs = [trace.pair(x) for x in leaves]
+        primals = [p for p, _ in pairs]
+        store: dict = {}
+        flat = _flat(lambda *a: fun(*a, **kwargs), in_tree, False, store)
+        with tracing(trace.parent):
+            outs = flat(*primals)
+        # The tangents, computed from the inputs alone: recorded for a backward pass, the
+        # body's forward steps come along and run again there.
+        with tracing(trace.tangent_trace):
+            _, out_tangents = jvp_call(flat, primals, [t for _, t in pairs], trace.tangent_trace)
+        wrapped = [trace.wrap(o, t) for o, t in zip(outs, out_tangents, strict=True)]
+        return tree_unflatten(store["tree"], wrapped)
+
+    return rematerialized
+
+
+remat = checkpoint
+
+
+def _check_scalar(value: Any) -> None:
+    leaves, tree = tree_flatten(value)
+    if len(leaves) != 1 or aval_of(leaves[0]).shape != ():
+        shown = aval_of(leaves[0]) if len(leaves) == 1 else tree
+        raise SpmdTypeError(
+            f"grad requires a function that returns one real scalar, but it returned {shown}; "
+            f"reduce it first (e.g. .sum()), or use spmd.vjp for non-scalar outputs."
+        )
+    if not np.issubdtype(aval_of(leaves[0]).dtype, np.floating):
+        raise SpmdTypeError(
+            f"grad requires a real-valued (float) output, but the function returned "
+            f"{aval_of(leaves[0])}; for complex outputs use spmd.vjp."
+        )
