@@ -35,3 +35,23 @@ def test_sharded_training_equals_the_unsharded_run(example, mesh):
 def test_pmap_training_equals_the_unsharded_run():
     np.testing.assert_allclose(pmap_training.train(8, STEPS), pmap_training.train(None, STEPS),
                                rtol=1e-12)  # fmt: skip
+
+
+def counted_step(example, mesh) -> spmd.debug.CollectiveCounts:
+    example.train(mesh, 1)  # compiled outside the count
+    with spmd.debug.count_collectives() as counts:
+        example.train(mesh, 1)
+    return counts
+
+
+def test_data_parallel_all_reduces_each_gradient_once():
+    counts = counted_step(data_parallel, spmd.make_mesh((8,), ("batch",)))
+    # six gradients (three weights, three biases) and the loss; nothing is gathered
+    assert dict(counts) == {"all-reduce": 7}
+
+
+def test_fsdp_reduce_scatters_gradients_instead_of_all_reducing_them():
+    counts = counted_step(fsdp, spmd.make_mesh((8,), ("fsdp",)))
+    assert counts["reduce-scatter"] >= 6  # every gradient, into the rows each device owns
+    assert counts["all-gather"] >= 2  # weights gathered where they are used
+    assert counts["all-reduce"] <= 1 and counts.bytes["all-reduce"] < 1024  # the loss, a scalar

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import builtins
+import math
+import warnings
 from typing import Any
 
 import numpy as np
@@ -11,6 +13,9 @@ from spmd.core.aval import check_dtype
 from spmd.core.axes import normalize_axes, normalize_axis
 from spmd.core.trace import aval_of
 from spmd.errors import SpmdTypeError
+from spmd.numpy.creation import asarray
+from spmd.numpy.elementwise import multiply, true_divide
+from spmd.numpy.shape import astype
 from spmd.prims.elementwise import UNARY
 from spmd.prims.reduction import (
     REDUCTIONS,
@@ -74,8 +79,32 @@ def prod(a: Any, axis: Axis = None, dtype: Any = None, keepdims: bool = False):
 
 
 def mean(a: Any, axis: Axis = None, dtype: Any = None, keepdims: bool = False):
-    """``numpy.mean`` (integers average as float64). Example: ``spmd.numpy.mean(x, axis=0)``."""
-    return _reduce("mean", a, axis, keepdims, dtype=_dtype(dtype))
+    """``numpy.mean`` (integers average as float64). Example: ``spmd.numpy.mean(x, axis=0)``.
+
+    As NumPy computes it: a sum (in float64 for integers, float32 for float16), divided by
+    the count, so that over a split axis it is a pending sum, reduced where needed, and
+    scaled; it never gathers the operand."""
+    a = asarray(a)
+    aval = aval_of(a)
+    axes = _axes("mean", axis, a)
+    wanted = _dtype(dtype)
+    accumulate = wanted
+    if wanted is None and aval.dtype.kind in "biu":
+        accumulate = np.dtype(np.float64)
+    elif wanted is None and aval.dtype == np.float16:
+        accumulate = np.dtype(np.float32)
+    total = REDUCTIONS["sum"].bind(a, axes=axes, keepdims=builtins.bool(keepdims),
+                                   dtype=accumulate)  # fmt: skip
+    count = math.prod(aval.shape[i] for i in axes)
+    if count == 0:  # NumPy's warning, and NaN without a division by zero
+        warnings.warn("Mean of empty slice.", RuntimeWarning, stacklevel=2)
+        result = multiply(total, np.nan)
+    else:
+        result = true_divide(total, count)
+    target = (
+        wanted if wanted is not None else np.dtype(np.float16) if aval.dtype == np.float16 else None
+    )
+    return result if target is None or aval_of(result).dtype == target else astype(result, target)
 
 
 def max(a: Any, axis: Axis = None, keepdims: bool = False, initial: Any = None):
