@@ -154,3 +154,40 @@ def test_checkpoint_recomputes_instead_of_saving():
     _, remat, _ = linearize(lambda v: [spmd.checkpoint(layer)(v)], [x], [True])
     assert len(saved.consts) > 1  # sin, cos and tanh intermediates
     assert len(remat.consts) == 1  # the input alone
+
+
+@pytest.mark.parametrize("jitted", [False, True], ids=["eager", "jit"])
+def test_vmap_of_shard_map_and_pmap_and_grad_through_them(jitted):
+    wrap = spmd.jit if jitted else (lambda g: g)
+    mesh = spmd.make_mesh((4,), ("i",))
+    xs = np.random.default_rng(0).normal(size=(3, 8))
+    f = spmd.shard_map(lambda b: psum(snp.sin(b).sum(), "i") + b * 2, mesh=mesh, in_specs=P("i"),
+                       out_specs=P("i"))  # fmt: skip
+    want = np.stack([np.sin(x).sum() + x * 2 for x in xs])
+    np.testing.assert_allclose(wrap(spmd.vmap(f))(xs), want, rtol=1e-12)
+    np.testing.assert_allclose(wrap(spmd.vmap(f, in_axes=1, out_axes=1))(xs.T), want.T, rtol=1e-12)
+    grads = wrap(spmd.grad(lambda m: spmd.vmap(f)(m).sum()))(xs)
+    np.testing.assert_allclose(grads, np.cos(xs) * 8 + 2, rtol=1e-12)
+
+    g = spmd.pmap(lambda r: psum(snp.sin(r), "j") * r, axis_name="j")
+    ys = np.random.default_rng(1).normal(size=(3, 4, 2))
+    want = np.stack([np.sin(y).sum(0) * y for y in ys])
+    np.testing.assert_allclose(wrap(spmd.vmap(g))(ys), want, rtol=1e-12)
+    moved = wrap(spmd.vmap(g, in_axes=1, out_axes=1))(ys.transpose(1, 0, 2))
+    np.testing.assert_allclose(moved, want.transpose(1, 0, 2), rtol=1e-12)
+
+
+def test_higher_order_and_nested_transformations():
+    x = np.linspace(-1, 1, 5)
+
+    def f(v):
+        return snp.sum(snp.sin(v) ** 2)
+
+    hvp = spmd.jvp(spmd.grad(f), (x,), (np.ones(5),))[1]
+    np.testing.assert_allclose(hvp, 2 * np.cos(2 * x), rtol=1e-12)
+    m = np.random.default_rng(0).normal(size=(3, 5))
+    np.testing.assert_allclose(spmd.jit(spmd.vmap(spmd.grad(f)))(m), np.sin(2 * m), rtol=1e-12)
+    np.testing.assert_allclose(
+        spmd.grad(lambda a: spmd.vmap(f)(a).sum())(m), np.sin(2 * m), rtol=1e-12
+    )
+    np.testing.assert_allclose(spmd.grad(spmd.grad(snp.sin))(0.3), -np.sin(0.3), rtol=1e-12)

@@ -30,8 +30,8 @@ from spmd.sharding.device import process_count
 from spmd.sharding.mesh import Mesh
 from spmd.sharding.rules import Decision, ValueSharding
 from spmd.transforms.manual import Held, Splits, splits_to_dims
-from spmd.transforms.pmap_ad import pmap_jvp, pmap_transpose
 from spmd.transforms.pmap_multihost import call_across_processes
+from spmd.transforms.pmap_rules import pmap_batch, pmap_jvp, pmap_transpose
 from spmd.transforms.replication import varying_axes
 from spmd.tree_util import tree_broadcast_prefix, tree_flatten, tree_unflatten
 
@@ -168,6 +168,7 @@ pmap_p = Primitive(
         varying=_varying,
         jvp=pmap_jvp,
         transpose=pmap_transpose,
+        batch=pmap_batch,
     ),
     multiple_results=True,
 )

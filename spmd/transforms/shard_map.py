@@ -34,8 +34,8 @@ from spmd.sharding.spec import PartitionSpec
 from spmd.transforms.blocks_trace import BlocksTracer, run_on_blocks
 from spmd.transforms.manual import Held
 from spmd.transforms.replication import varying_axes
-from spmd.transforms.shard_map_ad import shard_map_jvp, shard_map_transpose
 from spmd.transforms.shard_map_bodies import check_collectives, close_bodies
+from spmd.transforms.shard_map_rules import shard_map_batch, shard_map_jvp, shard_map_transpose
 from spmd.transforms.typeof import VaryingTypes
 from spmd.tree_util import tree_broadcast_prefix, tree_flatten, tree_unflatten
 
@@ -67,6 +67,7 @@ shard_map_p = Primitive(
         per_device=_lower,
         jvp=shard_map_jvp,
         transpose=shard_map_transpose,
+        batch=shard_map_batch,
     ),
     multiple_results=True,
 )

@@ -1,5 +1,6 @@
-"""Differentiating the body of a call equation (shard_map, pmap): the body of its jvp and
-the body of that jvp's transpose, each traced as a per-device program over named axes.
+"""Transforming the body of a call equation (shard_map, pmap): the body of its jvp, of that
+jvp's transpose, and of its batched form, each traced as a per-device program over named
+axes.
 
 A jvp body takes the primal operands and the tangents of those that move, and returns the
 tangents of every output (it runs the primal body again for them, so the only residuals of
@@ -20,6 +21,7 @@ from spmd.core.primitive import primitive_named
 from spmd.core.program import Literal, Program
 from spmd.core.trace import ProgramTrace, Tracer, aval_of, current_trace, tracing
 from spmd.transforms.typeof import VaryingTypes
+from spmd.transforms.vmap import vmap
 
 
 def run_program(program: Program, args: Sequence[Any]) -> list:
@@ -105,3 +107,18 @@ def sum_over_copies(ct: Any, whole: tuple[str, ...]) -> Any:
     if not summed:
         return ct
     return primitive_named("psum").bind(ct, axes=summed, size=group_size(summed), op="sum")
+
+
+def batched_body(body: Program, dims: Sequence[int | None], size: int, axes: Axes) -> Program:
+    """Body with each input batched along ``dims[i]`` (None: not batched) by ``size``; every
+    output is batched along dimension 0."""
+
+    def fn(*args):
+        mapped = vmap(lambda *xs: run_program(body, xs), in_axes=tuple(dims), axis_size=size)
+        return list(mapped(*args))
+
+    avals = []
+    for v, d in zip(body.invars, dims, strict=True):
+        shape = v.aval.shape if d is None else (*v.aval.shape[:d], size, *v.aval.shape[d:])
+        avals.append(ShapedArray(shape, v.aval.dtype, v.aval.weak_type))
+    return axes.trace(fn, avals)

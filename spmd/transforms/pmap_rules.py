@@ -1,13 +1,15 @@
 """Derivatives through a pmap equation: its jvp and its transpose are pmaps of the body's jvp
-and of that jvp's transpose (spmd/transforms/body_ad.py), mapped as the original: tangents
+and of that jvp's transpose (spmd.transforms.bodies.py), mapped as the original: tangents
 like their primals, cotangents like the values they belong to."""
 
 from __future__ import annotations
 
 from spmd.core.ad import UndefinedPrimal, zeros
+from spmd.core.aval import ShapedArray
 from spmd.core.primitive import primitive_named
 from spmd.core.trace import Tracer
-from spmd.transforms.body_ad import Axes, jvp_body, transposed_body
+from spmd.prims.derivatives import batch_size
+from spmd.transforms.bodies import Axes, batched_body, jvp_body, transposed_body
 
 
 def _axes(params: dict, in_axes: list, operands: list) -> Axes:
@@ -59,3 +61,32 @@ def pmap_transpose(cts, *operands, **params):
     for i, ct in zip(linear, found, strict=True):
         result[i] = ct
     return result
+
+
+def pmap_batch(args, dims, **params):
+    """vmap of a pmap: the batch dimension rides along inside each device's value."""
+    size = batch_size(args, dims)
+    in_axes, inside = [], []
+    for axis, dim in zip(params["in_axes"], dims, strict=True):
+        if dim is None or axis is None:
+            in_axes.append(axis)
+            inside.append(dim)
+            continue
+        mapped = axis + (axis >= dim)  # the mapped axis, in the batched operand
+        in_axes.append(mapped)
+        inside.append(dim - (mapped < dim))
+    body = batched_body(params["body"], inside, size, _axes(params, in_axes, list(args)))
+    out_avals = tuple(
+        ShapedArray((size, *a.shape), a.dtype, a.weak_type) for a in params["out_avals"]
+    )
+    outs = primitive_named("pmap").bind(
+        *args,
+        **{
+            **params,
+            "body": body,
+            "in_axes": tuple(in_axes),
+            "out_axes": tuple(None if o is None else o + 1 for o in params["out_axes"]),
+            "out_avals": out_avals,
+        },
+    )
+    return outs, [0] * len(outs)

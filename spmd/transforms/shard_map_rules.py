@@ -1,5 +1,5 @@
 """Derivatives through a shard_map equation: its jvp and its transpose are shard_maps of the
-body's jvp and of that jvp's transpose (spmd/transforms/body_ad.py), laid out as the
+body's jvp and of that jvp's transpose (spmd.transforms.bodies.py), laid out as the
 original: tangents like their primals, cotangents like the values they belong to."""
 
 from __future__ import annotations
@@ -9,7 +9,8 @@ from spmd.core.aval import ShapedArray
 from spmd.core.primitive import primitive_named
 from spmd.core.program import Program
 from spmd.core.trace import aval_of
-from spmd.transforms.body_ad import Axes, jvp_body, transposed_body
+from spmd.prims.derivatives import batch_size
+from spmd.transforms.bodies import Axes, batched_body, jvp_body, transposed_body
 from spmd.transforms.shard_map_bodies import close_bodies
 
 Dims = tuple[tuple[str, ...], ...]
@@ -78,3 +79,17 @@ def shard_map_transpose(cts, *operands, **params):
     for i, ct in zip(linear, found, strict=True):
         result[i] = ct
     return result
+
+
+def shard_map_batch(args, dims, **params):
+    """vmap of a shard_map: each batched operand keeps its batch dimension unsplit."""
+    size = batch_size(args, dims)
+    in_dims = [
+        d if b is None else (*d[:b], (), *d[b:])
+        for d, b in zip(params["in_dims"], dims, strict=True)
+    ]
+    axes = Axes(dict(params["mesh"].shape), [_split(d) for d in in_dims])
+    bodies = [batched_body(body, dims, size, axes) for body in params["bodies"]]
+    out_dims = [((), *d) for d in params["out_dims"]]
+    outs = _bind(list(args), in_dims, out_dims, bodies, params)
+    return outs, [0] * len(outs)
