@@ -191,3 +191,26 @@ def test_higher_order_and_nested_transformations():
         spmd.grad(lambda a: spmd.vmap(f)(a).sum())(m), np.sin(2 * m), rtol=1e-12
     )
     np.testing.assert_allclose(spmd.grad(spmd.grad(snp.sin))(0.3), -np.sin(0.3), rtol=1e-12)
+
+
+def test_gradients_come_back_with_their_arguments_shardings():
+    mesh = spmd.make_mesh((8,), ("d",))
+    x = spmd.device_put(np.ones((32, 16)), NamedSharding(mesh, P("d")))
+
+    def loss(w, x):
+        return snp.sum(snp.tanh(x @ w))
+
+    counted = {}
+    for name, spec in (("sharded", P("d")), ("replicated", P())):
+        w = spmd.device_put(np.ones((16, 4)), NamedSharding(mesh, spec))
+        grad = spmd.jit(spmd.grad(loss))
+        grad(w, x)
+        with spmd.debug.count_collectives() as counts:
+            out = grad(w, x)
+        assert out.sharding == w.sharding
+        assert spmd.grad(loss)(w, x).sharding == w.sharding  # eagerly too
+        counted[name] = dict(counts)
+    # FSDP: gathered for the product, the gradient reduce-scattered into the weight's rows;
+    # data parallel: the gradient all-reduced once
+    assert counted == {"sharded": {"all-gather": 1, "reduce-scatter": 1},
+                       "replicated": {"all-reduce": 1}}  # fmt: skip

@@ -10,8 +10,12 @@ from typing import Any
 import numpy as np
 
 from spmd.core.ad import JVPTrace, jvp_call, linearize, transpose, zeros
-from spmd.core.trace import aval_of, current_trace, tracing
+from spmd.core.trace import Tracer, aval_of, current_trace, tracing
 from spmd.errors import ShapeError, SpmdTypeError
+from spmd.runtime.array import Array
+from spmd.runtime.constrain import constrain
+from spmd.sharding.named import NamedSharding
+from spmd.transforms.typeof import PropagatedTypes
 from spmd.tree_util import tree_flatten, tree_unflatten
 
 
@@ -93,13 +97,31 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False):
         found = iter(transpose(program, program.consts, wanted))
         cts = [next(found) if lin else None for lin in linear_in]
         cts = [
-            ct if ct is not None else zeros(aval_of(x).strong())
+            _laid_out_like(ct if ct is not None else zeros(aval_of(x).strong()), x)
             for ct, x in zip(cts, leaves, strict=True)
         ]
         return tree_unflatten(in_tree, cts)
 
     out = tree_unflatten(out_tree, outs)
     return (out, pullback, store["aux"]) if has_aux else (out, pullback)
+
+
+def _laid_out_like(ct: Any, x: Any) -> Any:
+    """A cotangent laid out as its primal: an Array's sharding, or, inside jit, the sharding
+    of the argument it is (so that a sharded weight's gradient is reduce-scattered into the
+    weight's blocks, not all-reduced)."""
+    sharding = None
+    if isinstance(x, Array) and isinstance(x.sharding, NamedSharding):
+        sharding = x.sharding
+    elif isinstance(x, Tracer) and isinstance(getattr(x._trace, "types", None), PropagatedTypes):
+        types = x._trace.types
+        invars = x._trace.invars
+        position = next((i for i, v in enumerate(invars) if v is x.node), None)
+        if position is not None and types.in_shardings[position] is not None:
+            sharding = NamedSharding(types.mesh, types.in_shardings[position].spec)
+    if sharding is None or aval_of(ct).shape != aval_of(x).shape:
+        return ct
+    return constrain(ct, sharding, "the gradient of an argument")
 
 
 def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False):
