@@ -10,6 +10,7 @@ import pytest
 import spmd
 import spmd.numpy as snp
 from tests.cases import CASES, DISCONTINUOUS, make_inputs, numpy_result
+from tests.test_partition import SHARDED, mesh_of, put, random_spec, rng_for
 
 EPS = 1e-6
 # Rows whose derivative is zero almost everywhere, or not a function of the inputs' values
@@ -62,6 +63,27 @@ def finite_difference(case, data, indices, tangents):
 @pytest.mark.parametrize("jitted", [False, True], ids=["eager", "jit"])
 @pytest.mark.parametrize("case", ROWS, ids=[c.id for c in ROWS])
 def test_jvp_matches_finite_differences_and_vjp_matches_jvp(case, jitted):
+    check_derivatives(case, jitted, lambda x, i: x)
+
+
+SHARDED_ROWS = ROWS[::3]
+
+
+@pytest.mark.parametrize("jitted", [False, True], ids=["eager", "jit"])
+@pytest.mark.parametrize("case", SHARDED_ROWS, ids=[c.id for c in SHARDED_ROWS])
+def test_derivatives_on_sharded_inputs_uneven_included(case, jitted):
+    """The same checks with each input split by a random spec over a random mesh (the
+    table's shapes split unevenly, and into empty blocks, on 2-, 4- and 8-way axes)."""
+    rng = rng_for("autodiff", case.id)
+    mesh = mesh_of(SHARDED[int(rng.integers(len(SHARDED)))])
+
+    def place(x, i):
+        return put(x, mesh, random_spec(rng, mesh, x.ndim))
+
+    check_derivatives(case, jitted, place)
+
+
+def check_derivatives(case, jitted: bool, place) -> None:
     data, indices = jittered(case)
     out = numpy_result(case, [*data, *indices])
     if not isinstance(out, np.ndarray | np.generic) or np.asarray(out).dtype != np.float64:
@@ -77,7 +99,7 @@ def test_jvp_matches_finite_differences_and_vjp_matches_jvp(case, jitted):
             full[i] = x
         return case.fn(snp, *full, *indices)
 
-    primals = [data[i] for i in positions]
+    primals = [place(data[i], i) for i in positions]
     chosen = [tangents[i] for i in positions]
 
     def both(*xs):
