@@ -37,9 +37,10 @@ def loss(params, x, y, activations=None):
     """The mean squared error; ``activations`` (one sharding per layer, or None) pins how each
     layer's output lies, as a parallelism strategy prescribes."""
     for k, (w, b) in enumerate(params):
-        x = x @ w + b
-        if activations is not None:
+        x = x @ w
+        if activations is not None:  # before the bias, as Megatron reduces a row layer
             x = spmd.lax.with_sharding_constraint(x, activations[k])
+        x = x + b
         if k < len(params) - 1:
             x = snp.tanh(x)
     return snp.mean((x - y) ** 2)

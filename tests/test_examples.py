@@ -55,3 +55,11 @@ def test_fsdp_reduce_scatters_gradients_instead_of_all_reducing_them():
     assert counts["reduce-scatter"] >= 6  # every gradient, into the rows each device owns
     assert counts["all-gather"] >= 2  # weights gathered where they are used
     assert counts["all-reduce"] <= 1 and counts.bytes["all-reduce"] < 1024  # the loss, a scalar
+
+
+def test_tensor_parallel_reduces_weight_gradients_over_data_and_activations_over_model():
+    counts = counted_step(tensor_parallel, spmd.make_mesh((4, 2), ("data", "model")))
+    # all-reduces: the six gradients over 'data', the row layer's output over 'model' (as
+    # Megatron does), the loss; the backward activation gradient is reduce-scattered and
+    # gathered, and a row-split bias gradient gathered: no all-to-all, nothing else
+    assert dict(counts) == {"all-reduce": 8, "reduce-scatter": 1, "all-gather": 2}
