@@ -183,7 +183,7 @@ _PARTIALS = {  # per operand: its tangent t times the partial derivative in it
         lambda t, x, y, out: _neg(_mul(t, bind("floor_divide", x, y))),
     ),
     "power": (
-        lambda t, x, y, out: _mul(t, _mul(y, bind("power", x, _less_one(y)))),
+        lambda t, x, y, out: _mul(t, _mul(y, _power_less_one(x, y))),
         lambda t, x, y, out: _mul(t, _mul(out, _log_or_zero(x))),
     ),
     "arctan2": (
@@ -238,10 +238,12 @@ TRANSPOSES = {  # per operand a program may be linear in: its cotangent, from ct
 }
 
 
-def _less_one(y):
-    """``y - 1``, a Python number when ``y`` is one, so that it stays weakly typed (``x ** 2``
-    differentiates to ``2 * x ** 1`` in ``x``'s dtype)."""
-    return y - 1 if type(y) in (int, float, complex) else _sub(y, 1)
+def _power_less_one(x, y):
+    """``x ** (y - 1)``; ``y - 1`` stays a Python number when ``y`` is one (weakly typed:
+    ``x ** 2`` differentiates to ``2 * x`` in ``x``'s dtype), and ``x ** 1`` is ``x``."""
+    if type(y) not in (int, float, complex):
+        return bind("power", x, _sub(y, 1))
+    return x if y - 1 == 1 else bind("power", x, y - 1)
 
 
 def derivative_rules(name: str, unary: bool) -> dict:
