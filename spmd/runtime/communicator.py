@@ -98,19 +98,22 @@ def _combined(members: Sequence[np.ndarray], combine: Callable, split: bool = Tr
     if len(members) == 1:
         return np.array(first, copy=True, order="C")
     result = np.empty(first.shape, first.dtype)  # C order: ``target`` below is a view
-    flat = [np.asarray(m).reshape(-1) for m in members]
-    target = result.reshape(-1)
+    arrays = [np.asarray(m) for m in members]
+    if all(a.flags.c_contiguous for a in arrays) or result.ndim == 0:
+        arrays, target = [a.reshape(-1) for a in arrays], result.reshape(-1)  # views
+    else:  # a member in another layout (a transposed product): split by its first axis, so
+        target = result  # that the ufunc reads it in place instead of copying it first
 
     def run(rows: slice) -> None:
-        combine(flat[0][rows], flat[1][rows], out=target[rows])
-        for m in flat[2:]:
+        combine(arrays[0][rows], arrays[1][rows], out=target[rows])
+        for m in arrays[2:]:
             combine(target[rows], m[rows], out=target[rows])
 
     nbytes = result.nbytes * len(members)
     if not split or nbytes < INLINE_BYTES:
         run(slice(None))
         return result
-    parallel_map(run, _chunks(target.size, core_count()), nbytes)
+    parallel_map(run, _chunks(len(target), core_count()), nbytes)
     return result
 
 
