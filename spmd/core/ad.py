@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from spmd.core.aval import ShapedArray
-from spmd.core.primitive import Primitive
+from spmd.core.primitive import Primitive, primitive_named
 from spmd.core.program import Literal, Program, Var
 from spmd.core.trace import ProgramTrace, Trace, Tracer, aval_of, current_trace, tracing
 from spmd.errors import SpmdTypeError
@@ -130,19 +130,16 @@ class UndefinedPrimal:
 
 
 def zeros(aval: ShapedArray) -> Any:
-    from spmd.prims.shape import broadcast_to_p
-
-    return broadcast_to_p.bind(aval.dtype.type(0), shape=aval.shape)
+    """Zeros of ``aval``'s type, made where they are needed (no constant carried along)."""
+    return primitive_named("broadcast_to").bind(aval.dtype.type(0), shape=aval.shape)
 
 
 def add_cotangents(a: Any, b: Any) -> Any:
-    from spmd.prims.elementwise import BINARY
-
     if a is None:
         return b
     if b is None:
         return a
-    return BINARY["add"].bind(a, b)
+    return primitive_named("add").bind(a, b)
 
 
 def transpose(program: Program, consts: Sequence[Any], cotangents: Sequence[Any | None]) -> list:
