@@ -122,8 +122,13 @@ def _forward(program, mesh, result: Propagation, refined: dict) -> None:
                 aval = eqn.inputs[k].aval
                 return cost(mesh, aval.shape, aval.dtype.itemsize, have, want)
 
+            def reduced(j, sharding, eqn=eqn):
+                aval = eqn.outputs[j].aval
+                full = sharding.without_pending()
+                return cost(mesh, aval.shape, aval.dtype.itemsize, sharding, full)
+
             factors = _exactly_linear(eqn, rule, operands)
-            decision = solve(factors, operands, nbytes, axis_sizes, moved)
+            decision = solve(factors, operands, nbytes, axis_sizes, moved, reduced)
             if want:
                 have = decision.results[0]
                 decision = _better_decision(eqn, *want, mesh, operands, have) or decision

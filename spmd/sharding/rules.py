@@ -257,17 +257,20 @@ def solve(
     nbytes: Sequence[int],
     axis_sizes: dict[str, int],
     cost: Callable[[int, ValueSharding, ValueSharding], int],
+    reduce_cost: Callable[[int, ValueSharding], int] | None = None,
 ) -> Decision:
     """Pick the assignment of mesh axes to factors that moves the fewest bytes.
 
     ``operands`` holds each operand's sharding (None for one that lies on the host and can be
     sliced any way for free); ``cost(k, have, want)`` is the bytes resharding operand ``k``
-    moves. Candidates seed the assignment from each operand in turn, then fold in the rest.
+    moves; ``reduce_cost(j, result)`` the bytes that combining result ``j``'s pending sum
+    will move later (a pending result is not free: it must still be reduced). Candidates seed
+    the assignment from each operand in turn, then fold in the rest.
     """
     pending_ok = _pending_passes(factors, operands)
-    found = _best(factors, operands, nbytes, axis_sizes, cost, pending_ok)
+    found = _best(factors, operands, nbytes, axis_sizes, cost, pending_ok, reduce_cost)
     if found is None and pending_ok:  # the partial values would have to move: combine them
-        found = _best(factors, operands, nbytes, axis_sizes, cost, False)
+        found = _best(factors, operands, nbytes, axis_sizes, cost, False, reduce_cost)
     if found is None:
         return _decide(factors, {}, operands, False, axis_sizes, "no operand is on devices")
     moved, lead, count, decision = found
@@ -278,7 +281,7 @@ def solve(
     return Decision(decision.operands, decision.results, reason)
 
 
-def _best(factors, operands, nbytes, axis_sizes, cost, pending_ok: bool):
+def _best(factors, operands, nbytes, axis_sizes, cost, pending_ok: bool, reduce_cost=None):
     """The cheapest decision, as (bytes moved, leading operand, choices, decision); None when
     no operand is on devices or, with ``pending_ok``, when every choice would move a partial
     value: partial values may only stay where they are (a collective that copies blocks
@@ -307,6 +310,10 @@ def _best(factors, operands, nbytes, axis_sizes, cost, pending_ok: bool):
             continue
         moved = sum(cost(k, have, want) for k, (have, want) in enumerate(pairs)
                     if have is not None and want is not None)  # fmt: skip
+        if reduce_cost is not None:  # a pending result passed on by its operand costs nothing new
+            moved += sum(reduce_cost(j, r) for j, r in enumerate(decision.results)
+                         if r.pending and not any(o is not None and o.pending
+                                                  for o in operands))  # fmt: skip
         if best is None or moved < best[0]:
             best = (moved, proposals[order[0]][0], len(proposals), decision)
     return best
