@@ -43,7 +43,9 @@ def jittered(case, seed: int = 0) -> tuple[list, list]:
         if x.dtype != np.float64:
             moved.append(x)
             continue
-        x = x + rng.uniform(1e-3, 4e-3, size=x.shape) * rng.choice([-1, 1], size=x.shape)
+        x = np.asarray(
+            x + rng.uniform(1e-3, 4e-3, size=x.shape) * rng.choice([-1, 1], size=x.shape)
+        )
         if case.domain == "unit":
             x = np.clip(x, -0.99, 0.99)
         if case.domain == "positive":
@@ -54,7 +56,8 @@ def jittered(case, seed: int = 0) -> tuple[list, list]:
 
 def finite_difference(case, data, indices, tangents):
     def f(shift):
-        xs = [x + shift * t if t is not None else x for x, t in zip(data, tangents, strict=True)]
+        xs = [np.asarray(x + shift * t) if t is not None else x
+              for x, t in zip(data, tangents, strict=True)]  # fmt: skip
         return np.asarray(numpy_result(case, [*xs, *indices]), dtype=np.float64)
 
     return (f(EPS) - f(-EPS)) / (2 * EPS)

@@ -74,13 +74,19 @@ mod = remainder  # noqa: F821
 conj = conjugate  # noqa: F821
 
 
+# NumPy 2.0 also takes ``x ** 2.0`` for ``square(x)``; later releases square only for an int 2.
+_FLOAT_TWO_SQUARES = (np.array([True]) ** 2.0).dtype == np.int8
+
+
 def _power_operator(x: Any, y: Any):
     """``x ** y`` as ``numpy.ndarray.__pow__`` computes it, for ``Array.__pow__``.
 
-    NumPy takes ``x ** 2`` (an exact Python int 2) for ``square(x)``: the same dtype as
-    ``power(x, 2)`` except for bools, where square gives int8 and power int64 (NEP 50).
+    NumPy takes ``x ** 2`` (an exact Python int 2; NumPy 2.0 a float 2.0 too) for
+    ``square(x)``: the same dtype as ``power(x, 2)`` except for bools, where square gives
+    int8 and power int64 (NEP 50). spmd follows the installed NumPy.
     """
-    if type(y) is int and y == 2 and aval_of(x).dtype == np.bool_:
+    two = type(y) is int or (type(y) is float and _FLOAT_TWO_SQUARES)
+    if two and y == 2 and aval_of(x).dtype == np.bool_:
         from spmd.numpy.shape import astype
 
         return power(astype(x, np.int8), 2)  # noqa: F821
