@@ -23,8 +23,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from spmd.core.aval import ShapedArray
 from spmd.core.primitive import Primitive, primitive_named
 from spmd.core.program import Literal, Program, Var
@@ -193,7 +191,3 @@ def _operand(atom: Any, linear: set, env: dict) -> Any:
     if atom in linear:
         return UndefinedPrimal(atom.aval)
     return env[atom]
-
-
-def is_float(aval: ShapedArray) -> bool:
-    return np.issubdtype(aval.dtype, np.inexact)

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from spmd.core.aval import ShapedArray
+from spmd.core.axis_env import group_size
 from spmd.core.primitive import Primitive, Rules
 from spmd.core.trace import Tracer, aval_of
 from spmd.errors import ShapeError, aval_str
@@ -123,29 +124,28 @@ def _psum_jvp(primals, out, tangents, *, axes, size, op, **params):
     return bind("true_divide", total, count)
 
 
-def _psum_transpose(ct, x, *, axes, size, op, operand_varying=None):
+def sum_where_varying(ct: Any, axes: tuple[str, ...]) -> Any:
+    """``ct`` summed over those of ``axes`` it varies over: the cotangent of a value that
+    every device along ``axes`` shares (psum's and pvary's transpose, and that of a value
+    handed whole to every device)."""
     summed = tuple(a for a in axes if a in _vma(ct))
-    if summed:
-        ct = psum_p.bind(ct, axes=summed, size=_group(axes, size, summed), op="sum")
-    return [_times_copies(ct, axes, size, operand_varying)]
+    if not summed:
+        return ct
+    return psum_p.bind(ct, axes=summed, size=group_size(summed), op="sum")
 
 
-def _times_copies(ct: Any, axes: tuple[str, ...], size: int, operand_varying) -> Any:
+def _psum_transpose(ct, x, *, axes, size, op, operand_varying=None):
+    return [_times_copies(sum_where_varying(ct, axes), axes, operand_varying)]
+
+
+def _times_copies(ct: Any, axes: tuple[str, ...], operand_varying) -> Any:
     """An operand that did not vary over some of ``axes`` entered the collective once per
     device along them: its cotangent counts that many times."""
     varying = frozenset(axes) if operand_varying is None else operand_varying
     copied = tuple(a for a in axes if a not in varying)
     if not copied:
         return ct
-    return bind("multiply", ct, aval_of(ct).dtype.type(_group(axes, size, copied)))
-
-
-def _group(axes: tuple[str, ...], size: int, some: tuple[str, ...]) -> int:
-    """The devices along ``some`` of ``axes`` (a group of ``size`` devices), from the axis
-    sizes bound where the collective runs."""
-    from spmd.core.axis_env import group_size
-
-    return group_size(some) if some != axes else size
+    return bind("multiply", ct, aval_of(ct).dtype.type(group_size(copied)))
 
 
 def _all_gather_transpose(ct, x, *, axes, size, axis, tiled):
@@ -170,7 +170,7 @@ def _psum_scatter_jvp(primals, out, tangents, **params):
 
 def _psum_scatter_transpose(ct, x, *, axes, size, scatter_dimension, tiled, operand_varying=None):
     gathered = all_gather_p.bind(ct, axes=axes, size=size, axis=scatter_dimension, tiled=tiled)
-    return [_times_copies(gathered, axes, size, operand_varying)]
+    return [_times_copies(gathered, axes, operand_varying)]
 
 
 def _ppermute_transpose(ct, x, *, axes, size, perm):
@@ -187,12 +187,7 @@ def _all_to_all_transpose(ct, x, *, axes, size, split_axis, concat_axis, tiled):
 
 
 def _pvary_transpose(ct, x, *, axes):
-    summed = tuple(a for a in axes if a in _vma(ct))
-    if not summed:
-        return [ct]
-    from spmd.core.axis_env import group_size
-
-    return [psum_p.bind(ct, axes=summed, size=group_size(summed), op="sum")]
+    return [sum_where_varying(ct, axes)]
 
 
 def _same_dim(primitive_name: str):

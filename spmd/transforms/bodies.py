@@ -16,10 +16,10 @@ from typing import Any
 
 from spmd.core.ad import jvp_call, transpose, zeros
 from spmd.core.aval import ShapedArray
-from spmd.core.axis_env import binding, group_size
-from spmd.core.primitive import primitive_named
+from spmd.core.axis_env import binding
 from spmd.core.program import Literal, Program
-from spmd.core.trace import ProgramTrace, Tracer, aval_of, current_trace, tracing
+from spmd.core.trace import ProgramTrace, aval_of, current_trace, tracing
+from spmd.prims.collective import sum_where_varying
 from spmd.transforms.typeof import VaryingTypes
 from spmd.transforms.vmap import vmap
 
@@ -93,20 +93,19 @@ def transposed_body(
         out = []
         for i, ct, whole in zip(linear, found, held_whole, strict=True):
             ct = ct if ct is not None else zeros(body.invars[i].aval)
-            out.append(sum_over_copies(ct, whole))
+            out.append(sum_where_varying(ct, whole))
         return out
 
     avals = [body.invars[i].aval for i in residual] + [v.aval for v in body.outvars]
     return axes.trace(fn, avals)
 
 
-def sum_over_copies(ct: Any, whole: tuple[str, ...]) -> Any:
-    """The cotangent of a value every device along ``whole`` holds: summed where it varies."""
-    vary = ct._vma() if isinstance(ct, Tracer) else frozenset()
-    summed = tuple(a for a in whole if a in vary)
-    if not summed:
-        return ct
-    return primitive_named("psum").bind(ct, axes=summed, size=group_size(summed), op="sum")
+def at_linear(linear: Sequence[int], found: Sequence[Any], count: int) -> list:
+    """A transpose rule's result: ``found[k]`` for operand ``linear[k]``, None elsewhere."""
+    result: list = [None] * count
+    for i, ct in zip(linear, found, strict=True):
+        result[i] = ct
+    return result
 
 
 def batched_body(body: Program, dims: Sequence[int | None], size: int, axes: Axes) -> Program:

@@ -9,7 +9,7 @@ from spmd.core.aval import ShapedArray
 from spmd.core.primitive import primitive_named
 from spmd.core.trace import Tracer
 from spmd.prims.derivatives import batch_size
-from spmd.transforms.bodies import Axes, batched_body, jvp_body, transposed_body
+from spmd.transforms.bodies import Axes, at_linear, batched_body, jvp_body, transposed_body
 
 
 def _axes(params: dict, in_axes: list, operands: list) -> Axes:
@@ -57,10 +57,7 @@ def pmap_transpose(cts, *operands, **params):
             "out_avals": tuple(operands[i].aval for i in linear),
         },
     )
-    result: list = [None] * len(operands)
-    for i, ct in zip(linear, found, strict=True):
-        result[i] = ct
-    return result
+    return at_linear(linear, found, len(operands))
 
 
 def pmap_batch(args, dims, **params):

@@ -10,7 +10,7 @@ from spmd.core.primitive import primitive_named
 from spmd.core.program import Program
 from spmd.core.trace import aval_of
 from spmd.prims.derivatives import batch_size
-from spmd.transforms.bodies import Axes, batched_body, jvp_body, transposed_body
+from spmd.transforms.bodies import Axes, at_linear, batched_body, jvp_body, transposed_body
 from spmd.transforms.shard_map_bodies import close_bodies
 
 Dims = tuple[tuple[str, ...], ...]
@@ -75,10 +75,7 @@ def shard_map_transpose(cts, *operands, **params):
         bodies,
         params,
     )
-    result: list = [None] * len(operands)
-    for i, ct in zip(linear, found, strict=True):
-        result[i] = ct
-    return result
+    return at_linear(linear, found, len(operands))
 
 
 def shard_map_batch(args, dims, **params):
