@@ -34,7 +34,7 @@ from spmd.sharding.spec import PartitionSpec
 from spmd.transforms.blocks_trace import BlocksTracer, run_on_blocks
 from spmd.transforms.manual import Held
 from spmd.transforms.replication import varying_axes
-from spmd.transforms.shard_map_bodies import check_collectives, close_bodies
+from spmd.transforms.shard_map_bodies import check_collectives, close_bodies, split_axes
 from spmd.transforms.shard_map_rules import shard_map_batch, shard_map_jvp, shard_map_transpose
 from spmd.transforms.typeof import VaryingTypes
 from spmd.tree_util import tree_broadcast_prefix, tree_flatten, tree_unflatten
@@ -143,7 +143,7 @@ class ShardMapped:
             device_put(x, NamedSharding(mesh, spec))._buffers
             for x, spec in zip(leaves, specs, strict=True)
         ]
-        varying = [frozenset(a for dim in dims for a in dim) for dims in in_dims]
+        varying = [split_axes(dims) for dims in in_dims]
         with binding(dict(mesh.shape)):
             out, trace = run_on_blocks(
                 self.f, mesh, placed, varying, lambda t: tree_unflatten(in_tree, t)
@@ -181,7 +181,7 @@ class ShardMapped:
         signatures = list(zip(*block_shapes, strict=True)) if leaves else [()] * mesh.size
         distinct = list(dict.fromkeys(signatures))
         body_of = tuple(distinct.index(s) for s in signatures)
-        in_varying = [frozenset(a for dim in dims for a in dim) for dims in in_dims]
+        in_varying = [split_axes(dims) for dims in in_dims]
         traced = [self._trace(mesh, sig, avals, in_tree, in_varying) for sig in distinct]
         out_tree = traced[0][1]
         for _, other in traced[1:]:
@@ -264,7 +264,7 @@ class ShardMapped:
     def _replication(self, mesh, body, nconsts, in_dims, out_dims, out_specs) -> list:
         """Outputs claimed replicated over axes they vary over: an error with check_rep,
         else ``(output, axes)`` pairs whose first device's value every device takes."""
-        split = [frozenset(a for dim in dims for a in dim) for dims in in_dims]
+        split = [split_axes(dims) for dims in in_dims]
         inputs = [frozenset()] * nconsts + split
         unchecked = []
         for k, (varies, dims) in enumerate(zip(varying_axes(body, inputs), out_dims, strict=True)):

@@ -74,3 +74,8 @@ def _skeleton(program: Program) -> tuple:
         equations.append((eqn.primitive, tuple(map(ref, eqn.inputs)), len(eqn.outputs)))
         ids.update((v, ("eqn", k, j)) for j, v in enumerate(eqn.outputs))
     return tuple(equations), tuple(map(ref, program.outvars))
+
+
+def split_axes(dims: tuple[tuple[str, ...], ...]) -> frozenset[str]:
+    """The mesh axes a value laid out as ``dims`` is split over (and so varies over)."""
+    return frozenset(a for dim in dims for a in dim)

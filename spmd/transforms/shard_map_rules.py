@@ -11,13 +11,9 @@ from spmd.core.program import Program
 from spmd.core.trace import aval_of
 from spmd.prims.derivatives import batch_size
 from spmd.transforms.bodies import Axes, at_linear, batched_body, jvp_body, transposed_body
-from spmd.transforms.shard_map_bodies import close_bodies
+from spmd.transforms.shard_map_bodies import close_bodies, split_axes
 
 Dims = tuple[tuple[str, ...], ...]
-
-
-def _split(dims: Dims) -> frozenset[str]:
-    return frozenset(a for dim in dims for a in dim)
 
 
 def _bind(operands: list, in_dims: list, out_dims: list, bodies: list, params: dict) -> list:
@@ -53,7 +49,7 @@ def shard_map_jvp(primals, primal_out, tangents, **params):
     mesh, in_dims = params["mesh"], params["in_dims"]
     moving = [i for i, t in enumerate(tangents) if t is not None]
     dims = list(in_dims) + [in_dims[i] for i in moving]
-    axes = Axes(dict(mesh.shape), [_split(d) for d in dims])
+    axes = Axes(dict(mesh.shape), [split_axes(d) for d in dims])
     bodies: list[Program] = [jvp_body(b, moving, axes) for b in params["bodies"]]
     operands = list(primals) + [tangents[i] for i in moving]
     return _bind(operands, dims, list(params["out_dims"]), bodies, params)
@@ -64,8 +60,8 @@ def shard_map_transpose(cts, *operands, **params):
     linear = [i for i, x in enumerate(operands) if isinstance(x, UndefinedPrimal)]
     residual = [i for i in range(len(operands)) if i not in linear]
     dims = [in_dims[i] for i in residual] + list(out_dims)
-    axes = Axes(dict(mesh.shape), [_split(d) for d in dims])
-    whole = [tuple(a for a in mesh.axis_names if a not in _split(in_dims[i])) for i in linear]
+    axes = Axes(dict(mesh.shape), [split_axes(d) for d in dims])
+    whole = [tuple(a for a in mesh.axis_names if a not in split_axes(in_dims[i])) for i in linear]
     bodies = [transposed_body(b, linear, whole, axes) for b in params["bodies"]]
     cts = [c if c is not None else zeros(a) for c, a in zip(cts, params["out_avals"], strict=True)]
     found = _bind(
@@ -85,7 +81,7 @@ def shard_map_batch(args, dims, **params):
         d if b is None else (*d[:b], (), *d[b:])
         for d, b in zip(params["in_dims"], dims, strict=True)
     ]
-    axes = Axes(dict(params["mesh"].shape), [_split(d) for d in in_dims])
+    axes = Axes(dict(params["mesh"].shape), [split_axes(d) for d in in_dims])
     bodies = [batched_body(body, dims, size, axes) for body in params["bodies"]]
     out_dims = [((), *d) for d in params["out_dims"]]
     outs = _bind(list(args), in_dims, out_dims, bodies, params)
