@@ -50,9 +50,8 @@ class BlocksTrace(Trace):
         self.comm = communicator_for(everywhere)
         self.active = True
 
-    def new_value(self, blocks: list, varying: Varying, aval: ShapedArray | None = None):
-        aval = aval_of(blocks[0]) if aval is None else aval
-        return BlocksTracer(self, aval, blocks, varying)
+    def new_value(self, blocks: list, varying: Varying) -> BlocksTracer:
+        return BlocksTracer(self, aval_of(blocks[0]), blocks, varying)
 
     def _blocks(self, x: Any) -> list:
         if isinstance(x, BlocksTracer) and x._trace is self:
