@@ -176,7 +176,7 @@ class Communicator:
                     round_.sends.append((p, partial))
                     partials[p] = round_.expect(p, partial.shape, partial.dtype)
             pending.append((mine, processes, partials))
-        self._send(round_, "all-reduce")
+        self._send(round_, f"all-reduce ({op})")
         for mine, processes, partials in pending:
             total = _frozen(_combined([partials[p] for p in processes], combine))
             out.update(dict.fromkeys(mine, total))
@@ -228,7 +228,7 @@ class Communicator:
                 if p != self.here:
                     parts[p] = round_.expect(p, shape, dtype)
             totals.append((here, [parts[p] for p in contributors]))
-        self._send(round_, "reduce-scatter")
+        self._send(round_, f"reduce-scatter ({op})")
         for here, parts in totals:
             total = parts[0] if len(parts) == 1 else _combined(parts, combine)
             out.update(dict.fromkeys(here, _frozen(total)))

@@ -28,6 +28,7 @@ from spmd.runtime.collectives import run_collective
 from spmd.runtime.communicator import Communicator, communicator_for
 from spmd.runtime.cores import blas_threads, contractions_one_at_a_time, core_count, observed
 from spmd.runtime.counting import record
+from spmd.runtime.messages import EAGER, Speaker, fingerprint, speaking_for
 from spmd.runtime.pool import INLINE_BYTES, parallel_map
 from spmd.sharding.device import process_index
 from spmd.sharding.device_program import (
@@ -66,16 +67,20 @@ def execute(
     args: Sequence[Any],
     consts: Sequence[Any],
     memory_kinds: Sequence[str | None],
+    name: str = "a compiled program",
 ) -> list:
     """Run ``part`` on ``args``: results are Arrays on the mesh (or host values for outputs
-    that never touched it, as NumPy arrays)."""
+    that never touched it, as NumPy arrays). ``name`` (``jit(f)``) is what messages to
+    other processes say they belong to."""
     program, mesh = part.program, part.mesh
     prepared = _prepared(part)
     positions, comm = prepared.positions, prepared.comm
-    if not prepared.agreed:
+    if prepared.speakers is None:
+        prepared.speakers = {}
         if comm.transport is not None:
-            comm.agree(_fingerprint(part, memory_kinds), mesh.devices.flat, "the program to run")
-        prepared.agreed = True
+            text = _fingerprint(part, memory_kinds)
+            comm.agree(text, mesh.devices.flat, "the program to run")
+            prepared.speakers = _speakers(part, name, fingerprint(text))
     host: dict[Var, Any] = dict(zip(program.constvars, consts, strict=True))
     env: dict[Var, dict] = {}
     for var, arg, sharding in zip(program.invars, args, part.in_shardings, strict=True):
@@ -97,7 +102,8 @@ def execute(
         _run_segment(segment, env, positions)
         segment = []
         if isinstance(step, Collective):
-            env[step.output] = _collective(step, env, mesh, positions, comm)
+            with speaking_for(prepared.speakers.get(index, EAGER)):
+                env[step.output] = _collective(step, env, mesh, positions, comm)
         elif isinstance(step, PerDevice):
             env[step.var] = {p: step.values[p] for p in positions}
         elif isinstance(step, Alias):
@@ -110,7 +116,8 @@ def execute(
                 value = np.asarray(value)
                 env[step.var] = {p: value[step.slices[p]] for p in positions}
         else:
-            env[step.dst] = _reshard(step, env[step.src], mesh, comm)
+            with speaking_for(prepared.speakers.get(index, EAGER)):
+                env[step.dst] = _reshard(step, env[step.src], mesh, comm)
         _drop(env, last_use, index)
     _run_segment(segment, env, positions)
     results = []
@@ -130,6 +137,19 @@ def execute(
         target = NamedSharding(mesh, sharding.spec, kind)
         results.append(_as_array(target, buffers, atom.aval, mesh))
     return results
+
+
+def _speakers(part: Partitioned, name: str, digest: int) -> dict[int, Speaker]:
+    """What the messages of each step that talks to other processes say they are."""
+    speakers = {}
+    for index, step in enumerate(part.steps):
+        if isinstance(step, Collective):
+            aval = step.input.aval
+            speakers[index] = Speaker(name, digest, index, step.name, f"{aval}")
+        elif isinstance(step, Reshard):
+            aval = step.src.aval
+            speakers[index] = Speaker(name, digest, index, "reshard", f"{aval}")
+    return speakers
 
 
 def _fingerprint(part: Partitioned, memory_kinds) -> str:
@@ -224,13 +244,14 @@ def _drop(env: dict, last_use: dict, index: int) -> None:
 class _Prepared:
     """What a partitioned program needs to run here, worked out once: this process's mesh
     positions, the communicator, each value's last use, each Compute step's per-device call
-    (by step index), and whether the processes agreed on the program."""
+    (by step index), and, once the processes agreed on the program, what each step's
+    messages say they are (spmd/runtime/messages.py)."""
 
     positions: tuple[int, ...]
     comm: Communicator
     last_use: dict[Var, int]
     calls: dict[int, Any]
-    agreed: bool = False
+    speakers: dict[int, Speaker] | None = None  # set once the processes agreed
 
 
 _PREPARED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()

@@ -13,17 +13,23 @@ import time
 from collections.abc import Sequence
 
 import numpy as np
+from mpi4py import MPI
 
 from spmd.config import config
 from spmd.errors import DistributedError
+from spmd.runtime.messages import (
+    HEADER_BYTES,
+    Speaker,
+    Subject,
+    current_speaker,
+    disagreement,
+)
 
-_DATA, _DIGEST, _LENGTH, _TEXT = 11, 12, 13, 14  # tags: kinds of message never mix
+_DATA, _DIGEST, _LENGTH, _TEXT, _HEADER = 11, 12, 13, 14, 15  # tags: kinds of message never mix
 _BUSY_SECONDS = 0.02  # poll without pause this long (MPI progresses only inside its calls)
 
 
 def _bytes(buffer: np.ndarray):
-    from mpi4py import MPI
-
     return [buffer.reshape(-1).view(np.uint8), MPI.BYTE]
 
 
@@ -34,41 +40,84 @@ class MpiTransport:
         self.comm = comm.Dup()  # our messages never match the user's
         self.index = self.comm.Get_rank()
         self.count = self.comm.Get_size()
+        self._sent = [0] * self.count  # messages sent to each process, and received from it
+        self._received = [0] * self.count
 
     def exchange(
         self,
         sends: list[tuple[int, np.ndarray]],
         recvs: list[tuple[int, np.ndarray]],
         what: str,
-        tag: int = _DATA,
     ) -> None:
-        requests, peers, keep = [], [], []
+        """Send each ``(process, buffer)`` of ``sends`` and fill each of ``recvs``, every
+        message behind a header that the receiver checks (spmd/runtime/messages.py)."""
+        subject = Subject(current_speaker(), what)
+        headers, expected, requests, peers, keep = [], [], [], [], []
         for peer, buffer in recvs:
-            requests.append(self.comm.Irecv(_bytes(buffer), source=peer, tag=tag))
+            header = np.empty(HEADER_BYTES, np.uint8)
+            requests.append(self.comm.Irecv([header, MPI.BYTE], source=peer, tag=_HEADER))
+            headers.append((peer, header))
+            expected.append(subject.header(self._received[peer], buffer))
+            self._received[peer] += 1
+            peers.append(peer)
+        for peer, buffer in recvs:
+            requests.append(self.comm.Irecv(_bytes(buffer), source=peer, tag=_DATA))
             peers.append(peer)
         for peer, buffer in sends:
             buffer = np.ascontiguousarray(buffer)
-            keep.append(buffer)  # alive until sent
-            requests.append(self.comm.Isend(_bytes(buffer), dest=peer, tag=tag))
-            peers.append(peer)
-        self._wait(requests, peers, what)
+            header = np.frombuffer(subject.header(self._sent[peer], buffer), np.uint8)
+            self._sent[peer] += 1
+            keep += (buffer, header)  # alive until sent
+            requests.append(self.comm.Isend([header, MPI.BYTE], dest=peer, tag=_HEADER))
+            requests.append(self.comm.Isend(_bytes(buffer), dest=peer, tag=_DATA))
+            peers += (peer, peer)
 
-    def _wait(self, requests: list, peers: list[int], what: str) -> None:
-        from mpi4py import MPI
+        def check(wait: float = 0.0) -> None:
+            self._check_headers(requests[: len(headers)], headers, expected, wait)
 
+        self._wait(requests, peers, what, check)
+        check()
+
+    def _raw_exchange(self, sends, recvs, what: str, tag: int) -> None:
+        """Messages without headers (those of the agreement check itself)."""
+        requests = [self.comm.Irecv(_bytes(b), source=p, tag=tag) for p, b in recvs]
+        requests += [self.comm.Isend(_bytes(b), dest=p, tag=tag) for p, b in sends]
+        self._wait(requests, [p for p, _ in recvs] + [p for p, _ in sends], what)
+
+    def _check_headers(
+        self, requests: list, headers: list, expected: list[bytes], wait: float
+    ) -> None:
+        """Raise DistributedError if a header that arrived (within ``wait`` seconds) is not
+        the one expected."""
+        deadline = time.monotonic() + wait
+        for request, (peer, header), mine in zip(requests, headers, expected, strict=True):
+            while not request.Test() and time.monotonic() < deadline:
+                time.sleep(1e-4)
+            if request.Test():
+                problem = disagreement(self.index, peer, mine, header.tobytes())
+                if problem is not None:
+                    raise DistributedError(problem)
+
+    def _wait(self, requests: list, peers: list[int], what: str, check=None) -> None:
+        """Wait for ``requests``; on a timeout or an MPI error, ``check`` may first name a
+        disagreement that explains it."""
         timeout = config.collective_timeout
         start = time.monotonic()
         try:
             while not MPI.Request.Testall(requests):
                 elapsed = time.monotonic() - start
                 if elapsed > timeout:
+                    if check is not None:
+                        check()
                     self._give_up(requests, peers, what, timeout)
                 if elapsed > _BUSY_SECONDS:
                     time.sleep(5e-5)
         except MPI.Exception as error:
+            if check is not None:
+                check(wait=min(timeout, 5.0))
             raise DistributedError(
-                f"process {self.index}: MPI failed during {what}: {error.Get_error_string()}. "
-                f"Messages of an unexpected size mean the processes run different programs."
+                f"process {self.index}: MPI failed during {what} "
+                f"({_where(current_speaker())}): {error.Get_error_string()}."
             ) from None
 
     def _give_up(self, requests: list, peers: list[int], what: str, timeout: float) -> None:
@@ -79,8 +128,9 @@ class MpiTransport:
         names = ", ".join(map(str, late))
         raise DistributedError(
             f"process {self.index}: process{'es' if len(late) > 1 else ''} {names} did not take "
-            f"part in {what} within {timeout:g} s: {'they' if len(late) > 1 else 'it'} stalled, "
-            f"died, or run{'' if len(late) > 1 else 's'} a different program. Raise the limit "
+            f"part in {what} within {timeout:g} s ({_where(current_speaker())}): "
+            f"{'they' if len(late) > 1 else 'it'} stalled, died, or "
+            f"run{'' if len(late) > 1 else 's'} a different program. Raise the limit "
             f"with spmd.config.update('collective_timeout', seconds) or SPMD_COLLECTIVE_TIMEOUT "
             f"if the work is just slow."
         )
@@ -93,7 +143,7 @@ class MpiTransport:
         encoded = text.encode()
         digest = np.frombuffer(hashlib.sha256(encoded).digest(), np.uint8)
         theirs = {p: np.empty_like(digest) for p in peers}
-        self.exchange(
+        self._raw_exchange(
             [(p, digest) for p in peers], list(theirs.items()), f"agreeing on {what}", _DIGEST
         )
         if all(np.array_equal(digest, d) for d in theirs.values()):
@@ -101,9 +151,9 @@ class MpiTransport:
         mine = np.frombuffer(encoded, np.uint8)
         lengths = {p: np.empty(1, np.int64) for p in peers}
         length = np.array([mine.size], np.int64)
-        self.exchange([(p, length) for p in peers], list(lengths.items()), what, _LENGTH)
+        self._raw_exchange([(p, length) for p in peers], list(lengths.items()), what, _LENGTH)
         texts = {p: np.empty(int(lengths[p][0]), np.uint8) for p in peers}
-        self.exchange([(p, mine) for p in peers], list(texts.items()), what, _TEXT)
+        self._raw_exchange([(p, mine) for p in peers], list(texts.items()), what, _TEXT)
         every = {p: texts[p].tobytes().decode() for p in peers}
         every[self.index] = text
         raise DistributedError(_disagreement(every, processes, what))
@@ -134,3 +184,8 @@ def _disagreement(texts: dict[int, str], processes: list[int], what: str) -> str
         f"Every process must call the same functions with arguments of the same shapes, "
         f"dtypes and shardings, in the same order."
     )
+
+
+def _where(speaker: Speaker) -> str:
+    value = f" on {speaker.value}" if speaker.value else ""
+    return f"in {speaker.name}, step {speaker.step}{value}"

@@ -11,6 +11,7 @@ from spmd.core.aval import host_array
 from spmd.errors import ShapeError, ShardingError, SpmdTypeError, aval_str
 from spmd.runtime.array import Array
 from spmd.runtime.communicator import communicator_for
+from spmd.runtime.messages import Speaker, speaking_for
 from spmd.runtime.pool import parallel_map
 from spmd.sharding.device import Device, default_device, process_index
 from spmd.sharding.layout import Layout, bounds_to_slices
@@ -197,7 +198,8 @@ def reshard(x: Array, sharding: Sharding, argument: str = "x") -> Array:
     if src == dst:
         return Array._from_buffers(sharding, x._buffers, x.shape)  # only the memory kind changed
     devices = tuple(dict.fromkeys((*src.devices, *dst.devices)))
-    moved = communicator_for(devices).exchange(x._buffers, src, dst, x.dtype)
+    with speaking_for(Speaker("device_put", operation="reshard", value=aval_str(x.shape, x.dtype))):
+        moved = communicator_for(devices).exchange(x._buffers, src, dst, x.dtype)
     here = process_index()
     buffers = {d: moved[d] for d in dst.devices if d.process_index == here}
     return Array._from_buffers(sharding, buffers, x.shape, x.dtype)

@@ -30,6 +30,7 @@ from spmd.prims.collective import COLLECTIVES, axis_index_p
 from spmd.runtime.array import Array
 from spmd.runtime.collectives import run_collective
 from spmd.runtime.communicator import communicator_for
+from spmd.runtime.messages import Speaker, fingerprint, speaking_for
 from spmd.sharding.device import process_index
 from spmd.sharding.mesh import Mesh
 
@@ -41,8 +42,10 @@ class BlocksTrace(Trace):
     process (all of them in one process). Every block of a value has one shape: shard_map
     runs eagerly only on inputs that split evenly."""
 
-    def __init__(self, mesh: Mesh) -> None:
+    def __init__(self, mesh: Mesh, name: str) -> None:
         self.mesh = mesh
+        self.name = name  # what messages to other processes say they belong to
+        self.collectives = 0
         here = process_index()
         everywhere = list(mesh.devices.flat)
         self.positions = [p for p, d in enumerate(everywhere) if d.process_index == here]
@@ -100,7 +103,11 @@ class BlocksTrace(Trace):
     def _collective(self, primitive: Primitive, blocks: list, aval, params: dict) -> list:
         buffers = {d: np.asarray(b) for d, b in zip(self.devices, blocks, strict=True)}
         shapes = [aval.shape] * self.mesh.size
-        out = run_collective(primitive.name, params, buffers, shapes, self.mesh, self.comm)
+        speaker = Speaker(self.name, fingerprint(self.name), self.collectives, primitive.name,
+                          f"{aval}")  # fmt: skip
+        self.collectives += 1
+        with speaking_for(speaker):
+            out = run_collective(primitive.name, params, buffers, shapes, self.mesh, self.comm)
         return [out[d] for d in self.devices]
 
     def coordinates(self) -> list[tuple[int, ...]]:
@@ -167,12 +174,17 @@ class BlocksTracer(Tracer):
 
 
 def run_on_blocks(
-    f: Callable, mesh: Mesh, buffers: Sequence[dict], varying: Sequence[Varying], build_args
+    f: Callable,
+    mesh: Mesh,
+    buffers: Sequence[dict],
+    varying: Sequence[Varying],
+    build_args,
+    name: str,
 ) -> tuple[Any, BlocksTrace]:
-    """Call ``f`` once with one BlocksTracer per argument (``buffers[i]`` maps this process's
-    devices to argument ``i``'s block); ``build_args`` turns the tracers into ``f``'s
-    arguments. Returns ``f``'s result and the trace (closed when this returns)."""
-    trace = BlocksTrace(mesh)
+    """Call ``f`` (called ``name``) once with one BlocksTracer per argument (``buffers[i]``
+    maps this process's devices to argument ``i``'s block); ``build_args`` turns the tracers
+    into ``f``'s arguments. Returns ``f``'s result and the trace (closed when this returns)."""
+    trace = BlocksTrace(mesh, name)
     tracers = [
         trace.new_value([held[d] for d in trace.devices], v)
         for held, v in zip(buffers, varying, strict=True)

@@ -201,7 +201,7 @@ class Jitted:
 
     def _call_partitioned(self, traced: _Traced, leaves) -> Any:
         consts = traced.program.consts
-        values = execute(traced.partitioned, leaves, consts, traced.memory_kinds)
+        values = execute(traced.partitioned, leaves, consts, traced.memory_kinds, self.label)
         outs = [
             value if target is None else device_put(value, target)
             for value, (_, target, _) in zip(values, traced.outputs, strict=True)

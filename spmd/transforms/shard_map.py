@@ -146,7 +146,7 @@ class ShardMapped:
         varying = [split_axes(dims) for dims in in_dims]
         with binding(dict(mesh.shape)):
             out, trace = run_on_blocks(
-                self.f, mesh, placed, varying, lambda t: tree_unflatten(in_tree, t)
+                self.f, mesh, placed, varying, lambda t: tree_unflatten(in_tree, t), self._where()
             )
         devices = trace.devices
         out_leaves, out_tree = tree_flatten(out)
