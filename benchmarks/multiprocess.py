@@ -13,6 +13,13 @@ and ``shard_map(psum)`` gives both the sum; raw ``comm.Allreduce`` of the same b
 timed in turns with it in the same run. GB/s is the bytes of one process's buffer over the
 time; ``ratio`` is spmd's speed over raw MPI's, from the medians (1: no overhead).
 
+``checks``: what the message headers cost (spmd/runtime/messages.py). The 100 MB psum and
+a tiny cached call (``jit(sum)`` of 4 float32 across the 2 processes, one 4-byte
+all-reduce; each sample is the mean of 200 calls), each with the headers and with the
+transport as it was before them (raw messages), taking turns in one run:
+
+    .venv/bin/mpiexec -n 2 .venv/bin/python benchmarks/multiprocess.py checks
+
 ``layer``: ``sigmoid(x @ w + b)`` (x 2048×4096, w 4096×1024, b 1024, float32) under jit on a
 1-D mesh of every device, batch sharded (x split by rows) and contracting sharded (x split by
 columns, w by rows). Compare the 2 × 4 devices run with the 1 × 8 devices run: the same
@@ -35,11 +42,12 @@ import numpy as np
 
 N = 25_000_000  # float32 elements per process in the psum: 100 MB
 ROUNDS, TURN = 8, 4  # each turn: TURN calls, the first not counted
+TINY = 200  # tiny calls per sample
 
 
 def _mode() -> str:
-    if len(sys.argv) != 2 or sys.argv[1] not in ("psum", "layer"):
-        sys.exit(f"usage: {sys.argv[0]} psum|layer (see the module docstring for the commands)")
+    if len(sys.argv) != 2 or sys.argv[1] not in ("psum", "layer", "checks"):
+        sys.exit(f"usage: {sys.argv[0]} psum|layer|checks (the module docstring has commands)")
     return sys.argv[1]
 
 
@@ -93,6 +101,58 @@ def psum_part(spmd, comm) -> None:
         print(f"spmd's sum equals Allreduce's: {same}")
 
 
+def checks_part(spmd, comm) -> None:
+    """The cost of the message headers: each case with and without them, taking turns."""
+    from spmd import NamedSharding, P
+    from spmd.runtime.communicator import communicator_for
+    from spmd.runtime.mpi import _DATA
+
+    if comm.Get_size() != 2 or len(spmd.devices()) != 2:
+        sys.exit("checks needs 2 processes of 1 device: mpiexec -n 2 ... multiprocess.py checks")
+    mesh = spmd.make_mesh((2,), ("i",))
+    transport = communicator_for(spmd.devices()).transport
+    checked = transport.exchange
+
+    def unchecked(sends, recvs, what) -> None:  # the transport as it was before headers
+        transport._raw_exchange(sends, recvs, what, _DATA)
+
+    mine = np.random.default_rng(comm.Get_rank()).standard_normal(N, dtype=np.float32)
+    big = spmd.make_array_from_process_local_data(NamedSharding(mesh, P("i")), mine, (2 * N,))
+    total = spmd.jit(
+        spmd.shard_map(lambda b: spmd.lax.psum(b, "i"), mesh=mesh, in_specs=P("i"), out_specs=P())
+    )
+    tiny = spmd.make_array_from_process_local_data(
+        NamedSharding(mesh, P("i")), np.ones(2, np.float32), (4,)
+    )
+    tiny_sum = spmd.jit(lambda v: v.sum())
+
+    def tiny_calls() -> None:  # one sample: the mean of TINY calls
+        for _ in range(TINY):
+            tiny_sum(tiny).block_until_ready()
+
+    def headers(exchange, call):
+        def run() -> None:
+            transport.exchange = exchange
+            call()
+
+        return run
+
+    calls = {}
+    for label, exchange in (("with headers", checked), ("without", unchecked)):
+        calls[f"psum 100 MB {label}"] = headers(exchange, lambda: total(big).block_until_ready())
+        calls[f"tiny call {label}"] = headers(exchange, tiny_calls)
+    ms = interleaved(calls, comm.Barrier)
+    transport.exchange = checked
+    if comm.Get_rank() == 0:
+        print("message headers: 2 processes × 1 device; tiny call: jit(sum) of 4 float32")
+        print(f"{'':26} {'median':>10} {'best':>10} {'with/without':>13}")
+        for name, (median, best) in ms.items():
+            scale, unit = (1e3 / TINY, "µs") if name.startswith("tiny") else (1, "ms")
+            base = ms[name.replace("with headers", "without")][0]
+            print(f"{name:26} {median * scale:7.1f} {unit} {best * scale:7.1f} {unit} "
+                  f"{median / base:13.3f}")  # fmt: skip
+
+
 def layer_part(spmd, comm) -> None:
     from spmd import NamedSharding, P
 
@@ -133,7 +193,7 @@ def main() -> None:
     import spmd.distributed
 
     under_mpi = spmd.distributed.launched_by_mpi()
-    if mode == "psum":
+    if mode in ("psum", "checks"):
         os.environ["SPMD_NUM_CPU_DEVICES"] = "1"
     else:
         os.environ.setdefault("SPMD_NUM_CPU_DEVICES", "4" if under_mpi else "8")
@@ -145,10 +205,10 @@ def main() -> None:
 
         spmd.distributed.initialize()
         comm = MPI.COMM_WORLD
-    if mode == "psum":
+    if mode in ("psum", "checks"):
         if comm is None:
-            sys.exit("psum needs 2 processes: mpiexec -n 2 ... multiprocess.py psum")
-        psum_part(spmd, comm)
+            sys.exit(f"{mode} needs 2 processes: mpiexec -n 2 ... multiprocess.py {mode}")
+        (psum_part if mode == "psum" else checks_part)(spmd, comm)
     else:
         layer_part(spmd, comm)
     if spmd.process_index() == 0:

@@ -18,6 +18,7 @@ collective's kind, the transport the rest.
 from __future__ import annotations
 
 import contextvars
+import functools
 import hashlib
 import struct
 from dataclasses import dataclass
@@ -29,7 +30,7 @@ _NUMBERS = struct.Struct("<QqqQ")  # fingerprint, step, sequence number, bytes
 HEADER_BYTES = _NUMBERS.size + sum(_TEXT.values())
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # compared by identity: a cache key made once per step
 class Speaker:
     """The program (``name``, ``fingerprint``), step, operation (``psum``, ``reshard``)
     and value that messages belong to."""
@@ -77,7 +78,8 @@ def _fixed(text: str, size: int) -> bytes:
 
 class Subject:
     """What the messages of one round of a collective are about: ``speaker``'s program,
-    step and value, and ``what`` the Communicator does ("all-reduce (sum)")."""
+    step and value, and ``what`` the Communicator does ("all-reduce (sum)"). Made once per
+    step (``subject``), so a round only packs its numbers."""
 
     def __init__(self, speaker: Speaker, what: str) -> None:
         operation = f"{what} for {speaker.operation}" if speaker.operation else what
@@ -87,12 +89,22 @@ class Subject:
             + _fixed(operation, _TEXT["collective"])
             + _fixed(speaker.value, _TEXT["value"])
         )
+        self._tails: dict[str, bytes] = {}
 
     def header(self, sequence: int, buffer: np.ndarray) -> bytes:
         """The header of message ``sequence`` carrying ``buffer``."""
+        kind = buffer.dtype.str
+        tail = self._tails.get(kind)
+        if tail is None:
+            tail = self._tails[kind] = self._texts + _fixed(kind, _TEXT["dtype"])
         s = self.speaker
-        numbers = _NUMBERS.pack(s.fingerprint, s.step, sequence, buffer.nbytes)
-        return numbers + self._texts + _fixed(buffer.dtype.str, _TEXT["dtype"])
+        return _NUMBERS.pack(s.fingerprint, s.step, sequence, buffer.nbytes) + tail
+
+
+@functools.lru_cache(maxsize=4096)
+def subject(speaker: Speaker, what: str) -> Subject:
+    """The Subject of ``speaker``'s messages doing ``what``."""
+    return Subject(speaker, what)
 
 
 @dataclass(frozen=True)
@@ -128,9 +140,9 @@ class Header:
 def disagreement(here: int, peer: int, expected: bytes, received: bytes) -> str | None:
     """None if the header ``received`` from ``peer`` is the one ``here`` expected, else the
     message every process raises with."""
-    if received == expected:
+    if received[:HEADER_BYTES] == expected:
         return None
-    mine, theirs = Header.decode(expected), Header.decode(received)
+    mine, theirs = Header.decode(expected), Header.decode(received[:HEADER_BYTES])
     return (
         f"process {here} is at {mine.describe()}; process {peer} sent "
         f"{theirs.describe()}. The processes run different programs, or call them in a "

@@ -20,12 +20,14 @@ from spmd.errors import DistributedError
 from spmd.runtime.messages import (
     HEADER_BYTES,
     Speaker,
-    Subject,
     current_speaker,
     disagreement,
+    subject,
 )
 
-_DATA, _DIGEST, _LENGTH, _TEXT, _HEADER = 11, 12, 13, 14, 15  # tags: kinds of message never mix
+_DATA, _DIGEST, _LENGTH, _TEXT, _HEADER, _PACKED = 11, 12, 13, 14, 15, 16  # never mix
+SMALL_BYTES = 16384  # a message this small travels in one piece with its header
+_CHECK_AFTER = 0.25  # seconds of waiting after which headers are checked for a disagreement
 _BUSY_SECONDS = 0.02  # poll without pause this long (MPI progresses only inside its calls)
 
 
@@ -50,33 +52,46 @@ class MpiTransport:
         what: str,
     ) -> None:
         """Send each ``(process, buffer)`` of ``sends`` and fill each of ``recvs``, every
-        message behind a header that the receiver checks (spmd/runtime/messages.py)."""
-        subject = Subject(current_speaker(), what)
-        headers, expected, requests, peers, keep = [], [], [], [], []
+        message behind a header that the receiver checks (spmd/runtime/messages.py). A small
+        message travels with its header in one message; a large one right after it."""
+        about = subject(current_speaker(), what)
+        incoming = []  # (request, peer, raw, expected header, buffer) per message received
+        requests, peers, keep = [], [], []
         for peer, buffer in recvs:
-            header = np.empty(HEADER_BYTES, np.uint8)
-            requests.append(self.comm.Irecv([header, MPI.BYTE], source=peer, tag=_HEADER))
-            headers.append((peer, header))
-            expected.append(subject.header(self._received[peer], buffer))
+            expected = about.header(self._received[peer], buffer)
             self._received[peer] += 1
-            peers.append(peer)
-        for peer, buffer in recvs:
-            requests.append(self.comm.Irecv(_bytes(buffer), source=peer, tag=_DATA))
+            if buffer.nbytes <= SMALL_BYTES:  # room for any small message: never truncated
+                raw, tag = np.empty(HEADER_BYTES + SMALL_BYTES, np.uint8), _PACKED
+            else:
+                raw, tag = np.empty(HEADER_BYTES, np.uint8), _HEADER
+                requests.append(self.comm.Irecv(_bytes(buffer), source=peer, tag=_DATA))
+                peers.append(peer)
+            request = self.comm.Irecv([raw, MPI.BYTE], source=peer, tag=tag)
+            incoming.append((request, peer, raw, expected, buffer))
+            requests.append(request)
             peers.append(peer)
         for peer, buffer in sends:
-            buffer = np.ascontiguousarray(buffer)
-            header = np.frombuffer(subject.header(self._sent[peer], buffer), np.uint8)
+            header = about.header(self._sent[peer], buffer)
             self._sent[peer] += 1
-            keep += (buffer, header)  # alive until sent
+            if buffer.nbytes <= SMALL_BYTES:
+                packed = header + buffer.tobytes()
+                keep.append(packed)  # alive until sent
+                requests.append(self.comm.Isend([packed, MPI.BYTE], dest=peer, tag=_PACKED))
+                peers.append(peer)
+                continue
+            buffer = np.ascontiguousarray(buffer)
+            keep += (buffer, header)
             requests.append(self.comm.Isend([header, MPI.BYTE], dest=peer, tag=_HEADER))
             requests.append(self.comm.Isend(_bytes(buffer), dest=peer, tag=_DATA))
             peers += (peer, peer)
-
-        def check(wait: float = 0.0) -> None:
-            self._check_headers(requests[: len(headers)], headers, expected, wait)
-
-        self._wait(requests, peers, what, check)
-        check()
+        self._wait(requests, peers, what, lambda wait=0.0: self._check(incoming, wait))
+        for _, peer, raw, expected, buffer in incoming:
+            if raw[:HEADER_BYTES].tobytes() != expected:
+                raise DistributedError(disagreement(self.index, peer, expected, raw.tobytes()))
+            if buffer.nbytes <= SMALL_BYTES:
+                memoryview(buffer).cast("B")[:] = raw.data[
+                    HEADER_BYTES : HEADER_BYTES + buffer.nbytes
+                ]
 
     def _raw_exchange(self, sends, recvs, what: str, tag: int) -> None:
         """Messages without headers (those of the agreement check itself)."""
@@ -84,37 +99,50 @@ class MpiTransport:
         requests += [self.comm.Isend(_bytes(b), dest=p, tag=tag) for p, b in sends]
         self._wait(requests, [p for p, _ in recvs] + [p for p, _ in sends], what)
 
-    def _check_headers(
-        self, requests: list, headers: list, expected: list[bytes], wait: float
-    ) -> None:
+    def _check(self, incoming: list, wait: float) -> None:
         """Raise DistributedError if a header that arrived (within ``wait`` seconds) is not
-        the one expected."""
+        the one expected, or if a peer whose header is late sent one of the other form (a
+        large message where a small one was expected, or the reverse)."""
         deadline = time.monotonic() + wait
-        for request, (peer, header), mine in zip(requests, headers, expected, strict=True):
+        for request, peer, raw, expected, _ in incoming:
             while not request.Test() and time.monotonic() < deadline:
                 time.sleep(1e-4)
-            if request.Test():
-                problem = disagreement(self.index, peer, mine, header.tobytes())
-                if problem is not None:
-                    raise DistributedError(problem)
+            received = raw.tobytes() if request.Test() else self._unexpected(peer, raw.size)
+            if received is not None and received[:HEADER_BYTES] != expected:
+                raise DistributedError(disagreement(self.index, peer, expected, received))
+
+    def _unexpected(self, peer: int, size: int) -> bytes | None:
+        """A message ``peer`` sent in the other form than the one of ``size`` bytes expected
+        (a large message where a small one was expected, or the reverse), if one waits."""
+        other = _HEADER if size > HEADER_BYTES else _PACKED
+        status = MPI.Status()
+        if not self.comm.Iprobe(source=peer, tag=other, status=status):
+            return None
+        raw = np.empty(max(status.Get_count(MPI.BYTE), HEADER_BYTES), np.uint8)
+        self.comm.Recv([raw, MPI.BYTE], source=peer, tag=other)
+        return raw.tobytes()
 
     def _wait(self, requests: list, peers: list[int], what: str, check=None) -> None:
-        """Wait for ``requests``; on a timeout or an MPI error, ``check`` may first name a
-        disagreement that explains it."""
-        timeout = config.collective_timeout
-        start = time.monotonic()
+        """Wait for ``requests``. ``check`` looks for a disagreement that explains a delay:
+        a while after the start, on a timeout and on an MPI error."""
         try:
+            if MPI.Request.Testall(requests):  # small messages: often done at once
+                return
+            timeout = config.collective_timeout
+            start = time.monotonic()
+            checked = _CHECK_AFTER
             while not MPI.Request.Testall(requests):
                 elapsed = time.monotonic() - start
+                if check is not None and elapsed > checked:
+                    check()
+                    checked = elapsed + _CHECK_AFTER
                 if elapsed > timeout:
-                    if check is not None:
-                        check()
                     self._give_up(requests, peers, what, timeout)
                 if elapsed > _BUSY_SECONDS:
                     time.sleep(5e-5)
         except MPI.Exception as error:
             if check is not None:
-                check(wait=min(timeout, 5.0))
+                check(wait=min(config.collective_timeout, 5.0))
             raise DistributedError(
                 f"process {self.index}: MPI failed during {what} "
                 f"({_where(current_speaker())}): {error.Get_error_string()}."
