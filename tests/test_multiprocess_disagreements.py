@@ -61,6 +61,7 @@ def header_disagreement(said: dict[int, str], mine: str, theirs: str) -> None:
         ("dtype_shard_map", "of float32", "of float64"),
         ("dtype_reshard", "(i32[8]), 16 bytes of int32", "(i64[8]), 32 bytes of int64"),
         ("size", "(f64[64]), 256 bytes", "(f64[16]), 64 bytes"),
+        ("size_large", "(f64[16384]), 65536 bytes", "(f64[16]), 64 bytes"),
     ],
 )
 def test_a_disagreement_raises_on_both_processes_naming_both_sides(scenario, mine, theirs):

@@ -122,23 +122,29 @@ def dtype_reshard() -> Callable:
     return lambda: spmd.device_put(a, NamedSharding(_line(), P()))
 
 
-def size() -> Callable:
+def size(large: int = 64) -> Callable:
     """Swapped programs whose messages differ in size: gathers of 64 and of 16 elements."""
 
     def gather(v):
         return spmd.lax.with_sharding_constraint(v * 2, NamedSharding(_line(), P()))
 
     f, g = spmd.jit(gather), spmd.jit(gather)
-    a, b = _on_line(np.arange(64.0)), _on_line(np.arange(16.0))
+    a, b = _on_line(np.arange(float(large))), _on_line(np.arange(16.0))
     f(a), g(b)
     first, second = _swapped(lambda: f(a), lambda: g(b))
     return lambda: (first(), second())
 
 
+def size_large() -> Callable:
+    """The same with a message of 64 KiB against one of 64 bytes (each travels in its own
+    form: a large one after its header, a small one with it)."""
+    return size(large=16384)
+
+
 SCENARIOS = {
     f.__name__: f
     for f in (order, order_shard_map, order_pmap, collective_kind, global_shape,
-              dtype_shard_map, dtype_reshard, size)
+              dtype_shard_map, dtype_reshard, size, size_large)
 }  # fmt: skip
 
 
