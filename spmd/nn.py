@@ -52,17 +52,21 @@ def _polynomial(coefficients: Sequence[float], x: Any) -> Any:
 
 
 def _erfc(x: Any) -> Any:
-    """The complementary error function, elementwise (Cephes' approximations)."""
+    """The complementary error function, elementwise (Cephes' approximations): 2 at -inf,
+    0 at +inf. Each branch is evaluated where it is finite (the tail's rational functions
+    are clamped where ``exp(-x * x)`` is 0 anyway, the series to ``|x| <= 1``)."""
     ax = snp.abs(x)
     gauss = snp.exp(-(x * x))
+    far = snp.minimum(ax, 32)
     tail = snp.where(
-        ax < 8,
-        gauss * _polynomial(_ERFC_P, ax) / _polynomial(_ERFC_Q, ax),
-        gauss * _polynomial(_ERFC_R, ax) / _polynomial(_ERFC_S, ax),
+        far < 8,
+        gauss * _polynomial(_ERFC_P, far) / _polynomial(_ERFC_Q, far),
+        gauss * _polynomial(_ERFC_R, far) / _polynomial(_ERFC_S, far),
     )
     tail = snp.where(x < 0, 2 - tail, tail)
-    x2 = x * x
-    return snp.where(ax > 1, tail, 1 - x * _polynomial(_ERF_T, x2) / _polynomial(_ERF_U, x2))
+    near = snp.clip(x, -1, 1)
+    x2 = near * near
+    return snp.where(ax > 1, tail, 1 - near * _polynomial(_ERF_T, x2) / _polynomial(_ERF_U, x2))
 
 
 def _axes(name: str, axis: Axis, x: Any) -> tuple[int, ...]:
@@ -107,10 +111,14 @@ def gelu(x: Any, approximate: bool = True) -> Any:
     them to its default float (spmd's is NumPy's, float64).
     """
     x = _inexact(x)
+    if aval_of(x).dtype == np.float16:  # as XLA does: float16's range cannot hold the series
+        return snp.astype(gelu(snp.astype(x, np.float32), approximate), np.float16)
+    # the limit at -inf is 0 (-inf times a CDF of 0 would be nan)
+    scale = snp.where(x == -np.inf, 0, x)
     if approximate:  # 0.5 * (1 + tanh(u)) is sigmoid(2u), which keeps its accuracy for x << 0
         inner = math.sqrt(2 / math.pi) * (x + 0.044715 * (x**3))
-        return x * sigmoid(2 * inner)
-    return 0.5 * x * _erfc(-x * math.sqrt(0.5))
+        return scale * sigmoid(2 * inner)
+    return 0.5 * scale * _erfc(-x * math.sqrt(0.5))
 
 
 def softmax(x: Any, axis: Axis = -1) -> Any:

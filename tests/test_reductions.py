@@ -112,7 +112,7 @@ def test_tutorial_sum_over_axis_0_and_sharded_input():
 def test_programs_use_one_primitive_per_reduction():
     printed = str(spmd.make_jaxpr(lambda v: (v.sum(axis=(0, 1)), v.std(axis=-1)))(np.ones((2, 3))))
     assert "reduce_sum[axes=(0, 1) dtype=None keepdims=False]" in printed
-    assert "reduce_var[axes=(1,) ddof=0 keepdims=False]" in printed and "sqrt" in printed
+    assert "reduce_var[axes=(1,) ddof=0 dtype=None keepdims=False]" in printed and "sqrt" in printed
 
 
 def test_python_scalars_and_lists_reduce_like_numpy():

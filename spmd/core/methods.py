@@ -103,7 +103,7 @@ class ArrayMethods:
         return _snp().copy(self)
 
     def clip(self, min=None, max=None):
-        return _snp().clip(self, min, max)
+        return _snp().clip(self, min=min, max=max)
 
     def round(self, decimals: int = 0):
         return _snp().round(self, decimals)
@@ -130,41 +130,52 @@ class ArrayMethods:
             axes = axes[0]
         return _snp().transpose(self, axes or None)
 
-    def astype(self, dtype):
+    def astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True):
+        """``ndarray.astype``; ``order``, ``subok`` and ``copy`` change nothing here (spmd
+        arrays are immutable, and laid out as the sharding says); ``casting`` is checked."""
+        if casting != "unsafe" and not np.can_cast(self.dtype, dtype, casting):
+            from spmd.errors import SpmdTypeError
+
+            raise SpmdTypeError(
+                f"astype: cannot cast {self.dtype} to {np.dtype(dtype)} with casting="
+                f"{casting!r}; pass casting='unsafe' (the default) to convert anyway."
+            )
         return _snp().astype(self, dtype)
 
-    def sum(self, axis=None, dtype=None, keepdims=False):
-        return _snp().sum(self, axis=axis, dtype=dtype, keepdims=keepdims)
+    def sum(self, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
+        return _snp().sum(self, axis, dtype, out, keepdims, initial, where)
 
-    def mean(self, axis=None, dtype=None, keepdims=False):
-        return _snp().mean(self, axis=axis, dtype=dtype, keepdims=keepdims)
+    def mean(self, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
+        return _snp().mean(self, axis, dtype, out, keepdims, where=where)
 
-    def prod(self, axis=None, dtype=None, keepdims=False):
-        return _snp().prod(self, axis=axis, dtype=dtype, keepdims=keepdims)
+    def prod(self, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
+        return _snp().prod(self, axis, dtype, out, keepdims, initial, where)
 
-    def max(self, axis=None, keepdims=False, initial=None):
-        return _snp().max(self, axis=axis, keepdims=keepdims, initial=initial)
+    def max(self, axis=None, out=None, keepdims=False, initial=None, where=None):
+        return _snp().max(self, axis, out, keepdims, initial, where)
 
-    def min(self, axis=None, keepdims=False, initial=None):
-        return _snp().min(self, axis=axis, keepdims=keepdims, initial=initial)
+    def min(self, axis=None, out=None, keepdims=False, initial=None, where=None):
+        return _snp().min(self, axis, out, keepdims, initial, where)
 
-    def argmax(self, axis=None, keepdims=False):
-        return _snp().argmax(self, axis=axis, keepdims=keepdims)
+    def argmax(self, axis=None, out=None, *, keepdims=False):
+        return _snp().argmax(self, axis=axis, out=out, keepdims=keepdims)
 
-    def argmin(self, axis=None, keepdims=False):
-        return _snp().argmin(self, axis=axis, keepdims=keepdims)
+    def argmin(self, axis=None, out=None, *, keepdims=False):
+        return _snp().argmin(self, axis=axis, out=out, keepdims=keepdims)
 
-    def all(self, axis=None, keepdims=False):
-        return _snp().all(self, axis=axis, keepdims=keepdims)
+    def all(self, axis=None, out=None, keepdims=False, *, where=None):
+        return _snp().all(self, axis, out, keepdims, where=where)
 
-    def any(self, axis=None, keepdims=False):
-        return _snp().any(self, axis=axis, keepdims=keepdims)
+    def any(self, axis=None, out=None, keepdims=False, *, where=None):
+        return _snp().any(self, axis, out, keepdims, where=where)
 
-    def std(self, axis=None, ddof=0, keepdims=False):
-        return _snp().std(self, axis=axis, ddof=ddof, keepdims=keepdims)
+    def std(self, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **options):
+        """``ndarray.std``; ``options``: where, mean, correction."""
+        return _snp().std(self, axis, dtype, out, ddof, keepdims, **options)
 
-    def var(self, axis=None, ddof=0, keepdims=False):
-        return _snp().var(self, axis=axis, ddof=ddof, keepdims=keepdims)
+    def var(self, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **options):
+        """``ndarray.var``; ``options``: where, mean, correction."""
+        return _snp().var(self, axis, dtype, out, ddof, keepdims, **options)
 
     def cumsum(self, axis=None, dtype=None):
         return _snp().cumsum(self, axis=axis, dtype=dtype)

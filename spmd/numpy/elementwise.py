@@ -6,16 +6,27 @@ from typing import Any
 
 import numpy as np
 
+from spmd.core.aval import host_array, result_dtype
 from spmd.core.trace import aval_of
-from spmd.errors import SpmdOverflowError, SpmdValueError
-from spmd.prims.elementwise import BINARY, UNARY, imag_p, real_p, round_p, where_p
+from spmd.errors import SpmdOverflowError, SpmdTypeError, SpmdValueError
+from spmd.numpy.creation import asarray
+from spmd.numpy.shape import astype
+from spmd.prims.elementwise import (
+    BINARY,
+    UNARY,
+    _dtype_operand,
+    imag_p,
+    real_p,
+    round_p,
+    where_p,
+)
 
 
 def _unary(name: str):
     primitive = UNARY[name]
 
     def fn(x: Any):
-        return primitive.bind(x)
+        return primitive.bind(_operand(x, f"spmd.numpy.{name}: x"))
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"Elementwise ``numpy.{name}``. Example: ``spmd.numpy.{name}(x)``."
@@ -27,22 +38,42 @@ _COMPARISONS = frozenset(
 )  # NumPy 2 compares a Python int with any integer dtype exactly
 
 
+def _operand(x: Any, argument: str) -> Any:
+    """A list or tuple operand as NumPy converts it (``np.asarray``: a strong dtype, so a list
+    of Python floats is float64 where a lone Python float would be weak)."""
+    return host_array(x, argument) if isinstance(x, (list, tuple)) else x
+
+
+def _loop_dtypes(ufunc: np.ufunc, x1: Any, x2: Any) -> tuple | None:
+    """The dtypes NumPy's ufunc computes in for these operands (None if it has no loop)."""
+    operands = tuple(int if type(x) is int else _dtype_operand(aval_of(x)) for x in (x1, x2))
+    try:
+        return ufunc.resolve_dtypes((*operands, None))
+    except TypeError:
+        return None  # the shape rule explains it
+
+
 def _check_python_ints(name: str, x1: Any, x2: Any) -> None:
     """NumPy 2's rules for Python ints, checked when the function is called rather than
-    when its program runs: an int must fit the integer dtype it meets, and an integer
-    base takes no negative int exponent."""
-    for (k, value), (j, other) in (((1, x1), (2, x2)), ((2, x2), (1, x1))):
-        if type(value) is not int:
+    when its program runs: an int must fit the integer dtype the ufunc computes in (a
+    division computes in float64, so ``int8_array / 300`` is fine), and an integer base
+    takes no negative int exponent."""
+    if type(x1) is not int and type(x2) is not int:
+        return
+    loop = _loop_dtypes(getattr(np, name), x1, x2)
+    if loop is None:
+        return
+    for k, value in ((1, x1), (2, x2)):
+        j, dtype = 3 - k, loop[k - 1]
+        if type(value) is not int or dtype.kind not in "iu":
             continue
-        aval = aval_of(other)
-        if aval.weak_type or aval.dtype.kind not in "iu":
-            continue
-        info = np.iinfo(aval.dtype)
+        info = np.iinfo(dtype)
         if not info.min <= value <= info.max:
             raise SpmdOverflowError(
-                f"spmd.numpy.{name}: x{k}, the Python integer {value}, does not fit x{j}'s "
-                f"dtype: x{j} is {aval}, which holds {info.min} to {info.max}. Convert x{j} "
-                f"to a wider dtype first, e.g. x{j}.astype(np.int64)."
+                f"spmd.numpy.{name}: x{k}, the Python integer {value}, does not fit the dtype "
+                f"{dtype} that {name} computes in: x{j} is {aval_of((x1, x2)[j - 1])}, and "
+                f"{dtype} holds {info.min} to {info.max}. Convert x{j} to a wider dtype "
+                f"first, e.g. x{j}.astype(np.int64)."
             )
     if name == "power" and type(x2) is int and x2 < 0 and aval_of(x1).dtype.kind in "iu":
         raise SpmdValueError(
@@ -57,6 +88,7 @@ def _binary(name: str):
     exact = name not in _COMPARISONS
 
     def fn(x1: Any, x2: Any):
+        x1, x2 = _operand(x1, f"spmd.numpy.{name}: x1"), _operand(x2, f"spmd.numpy.{name}: x2")
         if exact:
             _check_python_ints(name, x1, x2)
         return primitive.bind(x1, x2)
@@ -87,23 +119,62 @@ def _power_operator(x: Any, y: Any):
     """
     two = type(y) is int or (type(y) is float and _FLOAT_TWO_SQUARES)
     if two and y == 2 and aval_of(x).dtype == np.bool_:
-        from spmd.numpy.shape import astype
-
         return power(astype(x, np.int8), 2)  # noqa: F821
     return power(x, y)  # noqa: F821
 
 
 def where(condition: Any, x: Any, y: Any):
     """``numpy.where(condition, x, y)``: ``x`` where ``condition`` holds, else ``y``."""
-    return where_p.bind(condition, x, y)
+    condition = _operand(condition, "spmd.numpy.where: condition")
+    return where_p.bind(
+        condition, _operand(x, "spmd.numpy.where: x"), _operand(y, "spmd.numpy.where: y")
+    )
 
 
-def clip(a: Any, a_min: Any = None, a_max: Any = None):
-    """``numpy.clip``: limit ``a`` to ``[a_min, a_max]`` (either bound may be None)."""
-    if a_min is not None:
-        a = maximum(a, a_min)  # noqa: F821
-    if a_max is not None:
-        a = minimum(a, a_max)  # noqa: F821
+_NO_VALUE = object()
+
+
+def _bound(name: str, positional: Any, keyword: Any) -> Any:
+    if positional is not _NO_VALUE and keyword is not _NO_VALUE:
+        raise SpmdTypeError(
+            f"spmd.numpy.clip: both a_{name} and {name}= were given; pass one of them "
+            f"({name}= is NumPy 2.1's spelling of a_{name})."
+        )
+    value = keyword if positional is _NO_VALUE else positional
+    return None if value is _NO_VALUE else value
+
+
+def clip(
+    a: Any,
+    a_min: Any = _NO_VALUE,
+    a_max: Any = _NO_VALUE,
+    *,
+    min: Any = _NO_VALUE,
+    max: Any = _NO_VALUE,
+):
+    """``numpy.clip``: limit ``a`` to ``[a_min, a_max]`` (either bound may be None); the
+    bounds may be given as ``min=``/``max=`` (NumPy 2.1+). Example: ``clip(x, 0, 1)``.
+
+    One promotion over ``a`` and both bounds, as NumPy's ``clip`` ufunc; a Python int
+    bound beyond an integer ``a``'s range is no bound at all, as in NumPy 2."""
+    low, high = _bound("min", a_min, min), _bound("max", a_max, max)
+    a = asarray(_operand(a, "spmd.numpy.clip: a"))
+    low, high = (_operand(b, f"spmd.numpy.clip: {n}") for b, n in ((low, "min"), (high, "max")))
+    aval = aval_of(a)
+    if aval.dtype.kind in "iu" and not aval.weak_type:
+        info = np.iinfo(aval.dtype)
+        low = None if type(low) is int and low <= info.min else low
+        high = None if type(high) is int and high >= info.max else high
+    bounds = [b for b in (low, high) if b is not None]
+    if not bounds:
+        return positive(a)  # noqa: F821 (NumPy's clip(a, None, None); bools raise there too)
+    dtype, _ = result_dtype(aval, *map(aval_of, bounds))
+    if dtype != aval.dtype:
+        a = astype(a, dtype)
+    if low is not None:
+        a = maximum(a, low)  # noqa: F821
+    if high is not None:
+        a = minimum(a, high)  # noqa: F821
     return a
 
 
@@ -115,16 +186,21 @@ def round(a: Any, decimals: int = 0):
 around = round
 
 
+def _part_operand(name: str, val: Any) -> Any:
+    """A Python bool's parts are Python ints (``True.real`` is 1), as ``numpy.real`` gives."""
+    return int(val) if type(val) is bool else _operand(val, f"spmd.numpy.{name}: val")
+
+
 def real(val: Any):
     """``numpy.real``: the real part of a complex array; any other array as it is.
     Example: ``spmd.numpy.real(z)`` is float32 for a complex64 ``z``."""
-    return real_p.bind(val)
+    return real_p.bind(_part_operand("real", val))
 
 
 def imag(val: Any):
     """``numpy.imag``: the imaginary part of a complex array; zeros of the same dtype for
     any other. Example: ``spmd.numpy.imag(z)`` is float32 for a complex64 ``z``."""
-    return imag_p.bind(val)
+    return imag_p.bind(_part_operand("imag", val))
 
 
 __all__ = [

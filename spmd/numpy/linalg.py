@@ -7,13 +7,15 @@ from __future__ import annotations
 from collections.abc import Hashable, Sequence
 from typing import Any
 
+import numpy as np
+
 from spmd.core.aval import ShapedArray, host_array
 from spmd.core.axes import normalize_axes
 from spmd.core.trace import aval_of
 from spmd.errors import ShapeError, SpmdTypeError, shape_str
 from spmd.numpy.elementwise import multiply  # type: ignore[attr-defined]
 from spmd.numpy.placement import takes_out_sharding
-from spmd.numpy.shape import reshape
+from spmd.numpy.shape import astype, reshape
 from spmd.prims.contraction import LETTERS, einsum_p
 
 Labels = Sequence[Hashable]
@@ -69,6 +71,7 @@ def _broadcast_batch(who: str, avals: Sequence[ShapedArray], batches: Sequence[t
 @takes_out_sharding
 def matmul(x1: Any, x2: Any):
     """``numpy.matmul`` (the ``@`` operator). Example: ``matmul(ones((2, 3)), ones((3, 4)))``."""
+    x1, x2 = _operand(x1, "x1"), _operand(x2, "x2")
     a, b = aval_of(x1), aval_of(x2)
     for k, aval in enumerate((a, b)):
         if aval.ndim == 0:
@@ -254,6 +257,9 @@ def einsum(subscripts: str, *operands: Any, optimize: Any = False):
     output = _einsum_output(subscripts, labels, rank)
     if len(ops) == 1:
         return _bind(ops, labels, output, "einsum")
+    if len(ops) > 2:  # NumPy multiplies and sums every operand in their common dtype
+        dtype = np.result_type(*(a.dtype for a in avals))
+        ops = [x if a.dtype == dtype else astype(x, dtype) for x, a in zip(ops, avals, strict=True)]
     result, current = ops[0], labels[0]
     for k in range(1, len(ops)):
         needed = set(output).union(*map(set, labels[k + 1 :]))

@@ -17,7 +17,7 @@ import numpy as np
 from spmd.core.aval import ShapedArray
 from spmd.core.primitive import Primitive, Rules
 from spmd.core.trace import aval_of
-from spmd.errors import ShapeError, SpmdTypeError
+from spmd.errors import ShapeError, SpmdOverflowError, SpmdTypeError
 from spmd.prims.derivatives import bind, convert, linear_jvp, moveaxis
 from spmd.prims.indexing import Slice
 from spmd.sharding.rules import Factors
@@ -33,7 +33,7 @@ def _probe(numpy_name: str, shape: tuple[int, ...], dtype: np.dtype, kwargs: tup
         with warnings.catch_warnings(), np.errstate(all="ignore"):
             warnings.simplefilter("ignore")
             return np.asarray(getattr(np, numpy_name)(stand_in, **dict(kwargs))).dtype
-    except (ValueError, TypeError) as error:
+    except (ValueError, TypeError, OverflowError) as error:
         return error
 
 
@@ -46,6 +46,11 @@ def _result_dtype(name: str, numpy_name: str, x: ShapedArray, axes_text: str, **
     outcome = _probe(numpy_name, x.shape, x.dtype, kwargs)
     if isinstance(outcome, np.dtype):
         return outcome
+    if isinstance(outcome, OverflowError):  # an ``initial`` the dtype cannot hold
+        options = ", ".join(f"{k}={v!r}" for k, v in kwargs if k != "axis")
+        raise SpmdOverflowError(
+            f"spmd.numpy.{name} of {x} with {options}: {outcome}. Pass a value that fits {x.dtype}."
+        )
     if isinstance(outcome, TypeError):
         options = ", ".join(f"{k}={v!r}" for k, v in kwargs if k != "axis")
         raise SpmdTypeError(
@@ -97,12 +102,14 @@ def reduction_sharding(name: str):
     return sharding
 
 
-def _identity(name: str, dtype: np.dtype):
+def identity(name: str, dtype: np.dtype):
     """The value max (or min) starts from: it never wins against a real element."""
     if dtype.kind == "f":
         return -np.inf if name == "max" else np.inf
     if dtype.kind in "iu":
         return np.iinfo(dtype).min if name == "max" else np.iinfo(dtype).max
+    if dtype.kind == "c":  # NumPy orders complex numbers by real part, then imaginary part
+        return complex(-np.inf, -np.inf) if name == "max" else complex(np.inf, np.inf)
     return name != "max"  # booleans
 
 
@@ -112,7 +119,7 @@ def _identity_when_empty(name: str):
     def local_params(params: dict, in_shapes, out_shapes, in_dtypes, out_bounds) -> dict:
         (shape,) = in_shapes
         if params.get("initial") is None and any(shape[a] == 0 for a in params["axes"]):
-            return {**params, "initial": _identity(name, in_dtypes[0])}
+            return {**params, "initial": identity(name, in_dtypes[0])}
         return params
 
     return local_params
@@ -224,7 +231,7 @@ def _chooser_jvp(primals, out, tangents, *, axes, keepdims, initial):
     return _weighted_sum(t, weights, out, axes=axes, keepdims=keepdims)
 
 
-def _var_jvp(primals, out, tangents, *, axes, keepdims, ddof):
+def _var_jvp(primals, out, tangents, *, axes, keepdims, ddof, dtype=None):
     """``2 / (n - ddof) * sum(re(conj(x - mean(x)) * t))`` (the mean's own tangent sums to
     zero against ``x - mean(x)``); NaN where ``n <= ddof``, where NumPy divides by zero and
     the variance is inf (or NaN) whatever ``x`` is. Over one element the variance is 0
