@@ -88,7 +88,7 @@ class MpiTransport:
         for _, peer, raw, expected, buffer in incoming:
             if raw[:HEADER_BYTES].tobytes() != expected:
                 raise DistributedError(disagreement(self.index, peer, expected, raw.tobytes()))
-            if buffer.nbytes <= SMALL_BYTES:
+            if 0 < buffer.nbytes <= SMALL_BYTES:
                 memoryview(buffer).cast("B")[:] = raw.data[
                     HEADER_BYTES : HEADER_BYTES + buffer.nbytes
                 ]

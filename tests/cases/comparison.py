@@ -39,5 +39,7 @@ def _padding() -> None:
     add("pad", call("pad", ((1, 0),), mode="edge"), ((0,),), label="edge", error=ShapeError,
         numpy_too=True, **shape)  # fmt: skip
     add("pad", call("pad", -1), ((2, 3),), label="-1", error=SpmdValueError, **shape)
-    add("pad", call("pad", 1, mode="reflect"), ((2, 3),), label="reflect", error=SpmdValueError,
-        numpy_too=False, **shape)  # fmt: skip
+    for mode in ("reflect", "symmetric", "wrap", "linear_ramp", "maximum", "mean", "median"):
+        add("pad", call("pad", ((3, 1), (0, 4)), mode=mode), ((2, 3),), label=mode, **shape)
+    add("pad", call("pad", 1, mode="bogus"), ((2, 3),), label="bogus", error=SpmdValueError,
+        **shape)  # fmt: skip

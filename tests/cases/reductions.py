@@ -22,9 +22,11 @@ def _reduction_error(name, shape, axis):
     ndim = len(shape)
     axes = tuple(range(ndim)) if axis is None else (axis,) if isinstance(axis, int) else axis
     if ndim == 0 and isinstance(axis, int) and name not in ONE_AXIS_FUNCTIONS:
-        # NumPy's legacy quirk: np.sum(0-d, axis=0) works (np.mean's does not); spmd, like
-        # np.mean and JAX, says a 0-d array has no axis 0.
-        return ShapeError, axis not in (0, -1)
+        # NumPy's ufunc reductions (sum, prod, max, min, all, any) take axis 0 or -1 of a
+        # 0-d array; mean, std and var say it has no axis 0. spmd follows NumPy.
+        if axis in (0, -1) and name not in ("mean", "std", "var"):
+            return None, True
+        return ShapeError, True
     if ndim == 0 and isinstance(axis, int):  # argmax, argmin, cumsum, cumprod: 0-d as 1-d
         return (ShapeError, True) if axis not in (0, -1) else (None, True)
     if any(not -ndim <= a < ndim for a in axes) or len({a % ndim for a in axes}) < len(axes):
