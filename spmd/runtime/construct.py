@@ -120,20 +120,22 @@ def make_array_from_process_local_data(
 ) -> Array:
     """An Array from the block of data this process's devices hold.
 
-    In one process the local data is the whole array. With several processes, pass
-    ``global_shape``; ``local_data`` is the box spanned by this process's shards.
+    ``local_data`` is the box spanned by this process's shards (in one process, the whole
+    array). Without ``global_shape`` it is inferred as JAX does: along each dimension split
+    over several processes, the processes' local sizes add up in mesh order; along the
+    others it is the local size. Every process must pass the same ``global_shape`` (or
+    none) and data of one dtype.
     """
     value = host_array(local_data, "local_data")
-    if global_shape is None:
-        if process_count() > 1:
-            raise DistributedError(
-                "make_array_from_process_local_data needs global_shape when several processes "
-                "take part: each holds only its slice."
-            )
-        global_shape = value.shape
     who = "make_array_from_process_local_data"
-    global_shape = canonical_shape(global_shape, f"{who} global_shape")
     sharding = as_sharding(sharding, who)
+    if global_shape is not None:
+        global_shape = canonical_shape(global_shape, f"{who} global_shape")
+    here = process_index()
+    if process_count() > 1 and any(d.process_index == here for d in sharding.device_set):
+        global_shape = _agreed_global_shape(sharding, value, global_shape)
+    elif global_shape is None:
+        global_shape = value.shape
     layout = layout_for(sharding, global_shape, who)
     holders = local_holders(layout)
     if not holders:
@@ -170,3 +172,80 @@ def _index_str(index: tuple[slice, ...]) -> str:
         return ":" if s.start is None and s.stop is None else f"{s.start}:{s.stop}"
 
     return "[" + ", ".join(one(s) for s in index) + "]"
+
+
+def _agreed_global_shape(
+    sharding: Sharding, value: np.ndarray, global_shape: tuple[int, ...] | None
+) -> tuple[int, ...]:
+    """``global_shape`` once every process of ``sharding`` has checked that all pass the
+    same one and the same dtype (DistributedError on all otherwise), or inferred from their
+    local shapes when none is given."""
+    from spmd.runtime.communicator import communicator_for
+
+    devices = sorted(sharding.device_set, key=lambda d: d.id)
+    comm = communicator_for(devices)
+    given = "not given (inferred)" if global_shape is None else str(global_shape)
+    text = f"global_shape {given}\nlocal_data dtype {value.dtype}, rank {value.ndim}"
+    comm.agree(text, devices, "make_array_from_process_local_data's global_shape and dtype")
+    if global_shape is not None:
+        return global_shape
+    return _inferred_shape(sharding, value.shape, _local_shapes(comm, devices, value.shape))
+
+
+def _local_shapes(comm, devices, shape: tuple[int, ...]) -> dict[int, tuple[int, ...]]:
+    """Each process of ``devices`` → the shape of its local data (all of one rank)."""
+    from spmd.runtime.messages import Speaker, speaking_for
+
+    here = process_index()
+    shapes = {here: shape}
+    if comm.transport is None:
+        return shapes
+    peers = sorted({d.process_index for d in devices} - {here})
+    mine = np.array(shape, np.int64)
+    theirs = {p: np.empty(len(shape), np.int64) for p in peers}
+    with speaking_for(Speaker("make_array_from_process_local_data", operation="local shapes")):
+        comm.transport.exchange(
+            [(p, mine) for p in peers], list(theirs.items()), "local data shapes"
+        )
+    shapes.update({p: tuple(int(n) for n in s) for p, s in theirs.items()})
+    return shapes
+
+
+def _inferred_shape(
+    sharding: Sharding, shape: tuple[int, ...], shapes: dict[int, tuple[int, ...]]
+) -> tuple[int, ...]:
+    """The global shape whose blocks the processes' local data (``shapes``) are: along each
+    dimension, the sizes of the processes' distinct runs of blocks, added in block order."""
+    who = "make_array_from_process_local_data"
+    layout = layout_for(sharding, shape, who)  # block coordinates do not depend on sizes
+    runs: list[dict[int, set]] = [{} for _ in shape]
+    for device, block in zip(layout.devices, layout.blocks, strict=True):
+        for dim, index in enumerate(block):
+            runs[dim].setdefault(device.process_index, set()).add(index)
+    inferred = []
+    for dim, held in enumerate(runs):
+        slabs: dict[tuple[int, ...], list[int]] = {}
+        for process, indices in held.items():
+            slabs.setdefault(tuple(sorted(indices)), []).append(process)
+        sizes = []
+        for _, processes in sorted(slabs.items()):
+            local = {p: shapes[p][dim] for p in processes}
+            if len(set(local.values())) > 1:
+                raise DistributedError(
+                    f"{who}: processes {processes} hold the same blocks along dimension {dim} "
+                    f"but their local_data sizes there differ ({_per_process(local)}); give "
+                    f"them equal sizes along dimension {dim}, or pass global_shape."
+                )
+            sizes.append(local[processes[0]])
+        if sum(map(len, slabs)) != len(set().union(*slabs)):
+            raise DistributedError(
+                f"{who}: along dimension {dim} the processes hold overlapping runs of blocks "
+                f"({_per_process({p: sorted(i) for p, i in held.items()})}), so their local "
+                f"sizes do not add up to a global size; pass global_shape."
+            )
+        inferred.append(sum(sizes))
+    return tuple(inferred)
+
+
+def _per_process(values: dict) -> str:
+    return ", ".join(f"process {p}: {v}" for p, v in sorted(values.items()))

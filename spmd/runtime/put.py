@@ -195,11 +195,19 @@ def reshard(x: Array, sharding: Sharding, argument: str = "x") -> Array:
     src = x.sharding.layout(x.shape)
     who = f"device_put({argument}: {aval_str(x.shape, x.dtype)})"
     dst = layout_for(sharding, x.shape, who)
-    if src == dst:
-        return Array._from_buffers(sharding, x._buffers, x.shape)  # only the memory kind changed
+    if src == dst or _same_blocks(src, dst):  # only the memory kind or the mesh changed
+        return Array._from_buffers(sharding, x._buffers, x.shape, x.dtype)
     devices = tuple(dict.fromkeys((*src.devices, *dst.devices)))
     with speaking_for(Speaker("device_put", operation="reshard", value=aval_str(x.shape, x.dtype))):
         moved = communicator_for(devices).exchange(x._buffers, src, dst, x.dtype)
     here = process_index()
     buffers = {d: moved[d] for d in dst.devices if d.process_index == here}
     return Array._from_buffers(sharding, buffers, x.shape, x.dtype)
+
+
+def _same_blocks(src: Layout, dst: Layout) -> bool:
+    """Whether every device holds the same block under both layouts (a sharding on another
+    mesh of the same devices that splits the array alike)."""
+    if len(src.devices) != len(dst.devices) or set(src.devices) != set(dst.devices):
+        return False
+    return all(src.device_bounds(d) == dst.device_bounds(d) for d in dst.devices)

@@ -11,10 +11,10 @@ import numpy as np
 
 from spmd.core.axes import argument_positions
 from spmd.core.interpret import compile_program
-from spmd.core.program import Program
+from spmd.core.program import Program, Var
 from spmd.core.trace import EVAL_TRACE, ProgramTrace, aval_of, current_trace, tracing
 from spmd.errors import ShardingError, SpmdError, SpmdTypeError, plural
-from spmd.prims.constraint import inspect_sharding_p, sharding_constraint_p
+from spmd.prims.constraint import inspect_sharding_p
 from spmd.runtime.array import Array
 from spmd.runtime.constrain import constrain
 from spmd.runtime.eager import result_sharding
@@ -22,10 +22,12 @@ from spmd.runtime.executor import execute
 from spmd.runtime.put import _is_target, adopt, as_sharding, device_put, layout_for, placement
 from spmd.sharding.device_program import Partitioned
 from spmd.sharding.device_program_text import as_text, explain
+from spmd.sharding.equivalent import same_devices
 from spmd.sharding.mesh import current_mesh
 from spmd.sharding.named import NamedSharding
 from spmd.sharding.rules import ValueSharding
 from spmd.sharding.spec import PartitionSpec
+from spmd.transforms.call_mesh import arrivals, constraints_onto, express, on_mesh, program_mesh
 from spmd.transforms.partition import partition
 from spmd.transforms.typeof import PropagatedTypes
 from spmd.tree_util import (
@@ -50,6 +52,7 @@ class _Traced:
     single_output: bool  # the function returns one array, not a container
     partitioned: Partitioned | None = None  # per-device steps, when the program uses a mesh
     memory_kinds: tuple = ()  # per output, when partitioned
+    arrivals: tuple = ()  # per argument leaf, when partitioned: a sharding it moves to first
 
 
 _SCALAR_TYPES = (bool, int, float, complex)
@@ -174,12 +177,22 @@ class Jitted:
         return _Traced(program, out_tree, compile_program(program), outputs, single)
 
     def _partition(self, program, out_tree, mesh, leaves, targets) -> _Traced:
-        """Partition ``program`` over ``mesh``: outputs wanted on another mesh or one device
-        are computed as propagated and moved after."""
-        in_shardings = [on_mesh(leaf, mesh) for leaf in leaves]
+        """Partition ``program`` over ``mesh``. Arguments on another mesh over its devices
+        move onto it first; outputs wanted on another mesh or device (by out_shardings or by
+        a constraint on another mesh) are computed as near to that as ``mesh`` allows and
+        moved after."""
+        moves = arrivals(leaves, mesh)
+        in_shardings = [
+            on_mesh(leaf, mesh) if move is None else ValueSharding(move.spec.dims(leaf.ndim))
+            for leaf, move in zip(leaves, moves, strict=True)
+        ]
+        program, asked = constraints_onto(program, mesh)
+        targets = [
+            asked.get(atom) if target is None and isinstance(atom, Var) else target
+            for atom, target in zip(program.outvars, targets, strict=True)
+        ]
         wanted = [
-            ValueSharding(t.spec.dims(a.ndim)) if _same_mesh(t, mesh) else None
-            for t, a in zip(targets, program.out_avals, strict=True)
+            _wanted(t, mesh, a.shape) for t, a in zip(targets, program.out_avals, strict=True)
         ]
         part = partition(program, mesh, in_shardings, wanted)
         for eqn in program.equations:
@@ -197,10 +210,14 @@ class Jitted:
             outputs.append((aval, target if moved or sharding is None else None, None))
         kinds = tuple(t.memory_kind if _same_mesh(t, mesh) else None for t in targets)
         single = out_tree.num_nodes == 1 and out_tree.num_leaves == 1
-        return _Traced(program, out_tree, None, outputs, single, part, kinds)
+        return _Traced(program, out_tree, None, outputs, single, part, kinds, tuple(moves))
 
     def _call_partitioned(self, traced: _Traced, leaves) -> Any:
         consts = traced.program.consts
+        leaves = [
+            leaf if move is None else device_put(leaf, move)
+            for leaf, move in zip(leaves, traced.arrivals, strict=True)
+        ]
         values = execute(traced.partitioned, leaves, consts, traced.memory_kinds, self.label)
         outs = [
             value if target is None else device_put(value, target)
@@ -351,54 +368,13 @@ def _same_mesh(sharding, mesh) -> bool:
     return isinstance(sharding, NamedSharding) and sharding.mesh == mesh
 
 
-def on_mesh(leaf: Any, mesh) -> ValueSharding | None:
-    """How an argument lies on ``mesh`` (None: host data, sliced for free)."""
-    if type(leaf) is Array and _same_mesh(leaf.sharding, mesh):
-        return ValueSharding(leaf.sharding.spec.dims(leaf.ndim))
-    return None
-
-
-def program_mesh(name: str, leaves, program: Program, targets) -> Any:
-    """The one mesh a call uses: that of its constraints and per-device programs (shard_map,
-    pmap), else of its sharded arguments and out_shardings. Arguments on another mesh than
-    a per-device program's are moved to it."""
-    pinned = []
-    for eqn in program.equations:
-        if eqn.primitive is sharding_constraint_p:
-            pinned.append(("with_sharding_constraint", eqn.params["sharding"].mesh))
-        elif eqn.primitive.rules.per_device is not None:
-            pinned.append((eqn.primitive.name, eqn.params["mesh"]))
-    found = []
-    for i, leaf in enumerate(leaves):
-        sharding = leaf.sharding if type(leaf) is Array else None
-        if isinstance(sharding, NamedSharding) and sharding.mesh.size > 1:
-            found.append((f"argument leaf {i}", sharding.mesh))
-    for i, target in enumerate(targets):
-        if isinstance(target, NamedSharding) and target.mesh.size > 1:
-            found.append((f"out_shardings leaf {i}", target.mesh))
-    if not pinned and not found:
+def _wanted(target, mesh, shape: tuple[int, ...]) -> ValueSharding | None:
+    """What the partitioner should make of an output wanted as ``target``: its split of
+    ``mesh`` (the nearest one, for a mesh over the same devices), None when it is wanted
+    on other devices (moved after)."""
+    if not isinstance(target, NamedSharding) or not same_devices(target.mesh, mesh):
         return None
-    # Arguments move to a per-device program's mesh; elsewhere they must share one mesh.
-    moved = any(not where.startswith("with_") for where, _ in pinned)
-    arguments = [] if moved else [f for f in found if f[0].startswith("argument")]
-    checked = pinned + arguments
-    first_where, mesh = (pinned or found)[0]
-    for where, other in checked[1:]:
-        if other != mesh:
-            one, two = _mesh_str(other, mesh), _mesh_str(mesh, other)
-            raise ShardingError(
-                f"{name}: {where} is on mesh {one} but {first_where} is on mesh {two}; one "
-                f"call computes on one mesh. device_put the arguments onto one mesh first."
-            )
-    return mesh
-
-
-def _mesh_str(mesh, other) -> str:
-    """``mesh`` as printed, with its device ids where that alone would not tell it from
-    ``other`` (the same axes over other devices, or the same devices in another order)."""
-    if repr(mesh) != repr(other):
-        return repr(mesh)
-    return f"{mesh!r} with device ids {mesh.device_ids.tolist()}"
+    return ValueSharding(express(target, mesh, shape)[0])
 
 
 def jit(

@@ -1,7 +1,9 @@
 """Multihost pmap: every process calls the same pmap with its local slice of the mapped axis.
 
 As in JAX, process ``p`` passes the rows for its own devices (leading size: its devices
-taking part, or fewer); the global axis is the processes' rows in process order, so
+taking part, or fewer; processes may pass different numbers of rows, and every process's
+per-row shapes and dtypes must match); the global axis is the processes' rows in process
+order, so
 collectives see every row, and each process gets back its own rows of the result. With
 ``devices=``, only the processes owning those devices take part. Nested pmaps run on a grid
 whose outer axis is split between the processes.
@@ -14,11 +16,13 @@ from typing import Any
 
 import numpy as np
 
+from spmd.core.aval import host_array
 from spmd.core.trace import aval_of
 from spmd.errors import ShapeError, ShardingError
 from spmd.runtime.array import Array
 from spmd.runtime.communicator import communicator_for
-from spmd.runtime.construct import make_array_from_process_local_data
+from spmd.runtime.messages import Speaker, speaking_for
+from spmd.runtime.put import frozen, local_holders
 from spmd.sharding.device import devices as all_devices
 from spmd.sharding.device import process_index
 from spmd.sharding.mesh import Mesh
@@ -41,49 +45,113 @@ def call_across_processes(pmapped, args: tuple) -> Any:
             f"{pmapped._where()}: process {process_index()} owns none of the pmap's devices "
             f"(processes {processes} do); only the processes that own devices= call it."
         )
-    communicator_for(candidates).agree(
-        f"{pmapped._where()} with {rows} rows per process", candidates, "a pmap call"
+    comm = communicator_for(candidates)
+    comm.agree(_signature(pmapped, leaves, in_axes, static), candidates, "a pmap call")
+    every = _rows_per_process(pmapped, comm, processes, rows)
+    key = (
+        tuple(every.items()),
+        tuple(aval_of(leaf).shape for leaf in leaves),
+        tuple(sorted(static.items())),
     )
-    key = (rows, tuple(aval_of(leaf).shape for leaf in leaves), tuple(sorted(static.items())))
     call = (static, leaves, in_tree, in_axes)
     found = pmapped._across.get(key)
     if found is None:
-        found = pmapped._across[key] = _global_mesh(pmapped, call, rows, candidates, processes)
+        found = pmapped._across[key] = _global_mesh(pmapped, call, every, candidates, processes)
     mesh, runner = found
+    offset = sum(every[p] for p in processes if p < process_index())
+    total = sum(every.values())
 
     def place(leaf, axis: int, shape: tuple[int, ...]) -> Array:
         spec = [None] * len(shape)
         spec[axis] = pmapped.axis_name
         sharding = NamedSharding(mesh, PartitionSpec(*spec))
-        return make_array_from_process_local_data(sharding, np.asarray(leaf), shape)
+        return _rows_array(
+            sharding, host_array(np.asarray(leaf), "a mapped argument"), shape, axis, offset
+        )
 
-    full = _global_arguments(call, rows * len(processes), place)
+    full = _global_arguments(call, total, place)
     out, out_tree = tree_flatten(runner._run_global(full))
     local_mesh = _local_mesh(mesh, rows)
     return tree_unflatten(out_tree, [_local_rows(x, local_mesh, pmapped.axis_name) for x in out])
 
 
-def _global_mesh(pmapped, call, rows, candidates, processes) -> tuple[Mesh, Any]:
-    """The grid of the pmap (outer axis: every process's rows) and a pmap pinned to it."""
+def _signature(pmapped, leaves, in_axes, static) -> str:
+    """What every process's call must share: the function, each leaf's dtype and shape
+    without its mapped axis (the rows may differ), and the static arguments' types."""
+    parts = []
+    for leaf, axis in zip(leaves, in_axes, strict=True):
+        aval = aval_of(leaf)
+        shape = list(aval.shape)
+        if axis is not None:
+            shape[axis] = "rows"
+        parts.append(f"{aval.dtype}[{', '.join(map(str, shape))}]")
+    kinds = ", ".join(f"{i}: {type(v).__name__}" for i, v in sorted(static.items()))
+    return f"{pmapped._where()} on ({', '.join(parts)}) static ({kinds})"
+
+
+def _rows_per_process(pmapped, comm, processes: list[int], rows: int) -> dict[int, int]:
+    """Each process → the rows it passed (its slice of the global mapped axis)."""
+    here = process_index()
+    every = {here: rows}
+    peers = [p for p in processes if p != here]
+    if peers and comm.transport is not None:
+        theirs = {p: np.empty(1, np.int64) for p in peers}
+        mine = np.array([rows], np.int64)
+        with speaking_for(Speaker(pmapped._where(), operation="rows per process")):
+            comm.transport.exchange([(p, mine) for p in peers], list(theirs.items()), "rows")
+        every.update({p: int(n[0]) for p, n in theirs.items()})
+    empty = [p for p in processes if every[p] == 0]
+    if empty:
+        raise ShapeError(
+            f"{pmapped._where()}: process(es) {empty} passed 0 rows along in_axes "
+            f"(rows per process: {_rows_text(every)}); every process taking part passes at "
+            f"least one row."
+        )
+    return dict(sorted(every.items()))
+
+
+def _rows_text(every: dict[int, int]) -> str:
+    return ", ".join(f"process {p}: {n}" for p, n in sorted(every.items()))
+
+
+def _rows_array(sharding, value: np.ndarray, shape, axis: int, offset: int) -> Array:
+    """The global Array of ``shape`` whose rows ``offset`` on along ``axis`` are ``value``
+    (this process's rows; the other processes hold theirs)."""
+    layout = sharding.layout(shape)
+    buffers = {}
+    for block, devices in local_holders(layout).items():
+        index = tuple(
+            slice(a - offset, b - offset) if dim == axis else slice(a, b)
+            for dim, (a, b) in enumerate(layout.bounds(block))
+        )
+        buffers.update(dict.fromkeys(devices, frozen(value[index])))
+    return Array._from_buffers(sharding, buffers, shape, value.dtype)
+
+
+def _global_mesh(pmapped, call, every, candidates, processes) -> tuple[Mesh, Any]:
+    """The grid of the pmap (outer axis: every process's rows, in process order) and a pmap
+    pinned to it."""
     owned = {p: [d for d in candidates if d.process_index == p] for p in processes}
-    _check_rows(pmapped, rows, 1, owned)
+    _check_rows(pmapped, every, 1, owned)
+    total = sum(every.values())
 
     def stand_in(leaf, axis: int, shape: tuple[int, ...]) -> np.ndarray:
         return np.broadcast_to(np.zeros((), aval_of(leaf).dtype), shape)  # allocates nothing
 
-    names, sizes = pmapped._grid(_global_arguments(call, rows * len(processes), stand_in))
+    names, sizes = pmapped._grid(_global_arguments(call, total, stand_in))
     inner = math.prod(sizes[1:])
-    _check_rows(pmapped, rows, inner, owned)
-    chosen = [d for p in processes for d in owned[p][: rows * inner]]
+    _check_rows(pmapped, every, inner, owned)
+    chosen = [d for p in processes for d in owned[p][: every[p] * inner]]
     grid = np.empty(len(chosen), dtype=object)
     grid[:] = chosen
-    mesh = Mesh(grid.reshape((rows * len(processes), *sizes[1:])), names)
+    mesh = Mesh(grid.reshape((total, *sizes[1:])), names)
     return mesh, pmapped._pinned(chosen)
 
 
-def _check_rows(pmapped, rows: int, inner: int, owned: dict) -> None:
-    """Every process (they all passed ``rows``) has devices for its rows × ``inner``."""
+def _check_rows(pmapped, every: dict[int, int], inner: int, owned: dict) -> None:
+    """Every process has devices for the rows it passed (``every``) × ``inner``."""
     for p, devices in owned.items():
+        rows = every[p]
         if rows * inner > len(devices):
             nested = f" ({rows} × {inner} for the nested pmaps)" if inner > 1 else ""
             raise ShapeError(
