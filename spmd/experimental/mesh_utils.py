@@ -27,7 +27,7 @@ def create_device_mesh(
     Example: ``Mesh(create_device_mesh((4, 2)), ('x', 'y'))``.
     """
     devices = all_devices() if devices is None else list(np.asarray(devices, dtype=object).flat)
-    shape = tuple(mesh_shape)
+    shape = (mesh_shape,) if isinstance(mesh_shape, int) else tuple(mesh_shape)
     if math.prod(shape) != len(devices):
         raise ShardingError(
             f"create_device_mesh: mesh_shape {shape} holds {math.prod(shape)} devices, but "
