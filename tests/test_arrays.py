@@ -165,4 +165,12 @@ def test_shard_data_keeps_the_memory_kind(mesh):
 
 
 def test_config_accepts_numpy_integers():
+    before = spmd.config.collective_timeout
+    spmd.config.update("collective_timeout", np.int64(7))
+    try:
+        assert spmd.config.collective_timeout == 7.0
+        assert type(spmd.config.collective_timeout) is float
+    finally:
+        spmd.config.update("collective_timeout", before)
     spmd.config.update("num_cpu_devices", np.int64(spmd.device_count()))
+    assert spmd.config.num_cpu_devices == spmd.device_count()
