@@ -177,3 +177,18 @@ def test_creation_arguments_out_of_range(make, error, message):
         with pytest.raises(error, match=message) as caught:
             run()
         assert isinstance(caught.value, spmd.SpmdError)
+
+
+@pytest.mark.parametrize(
+    "convert, shape, builtin",
+    [(len, (), TypeError), (iter, (), TypeError), (bool, (3,), ValueError),
+     (bool, (0,), ValueError), (float, (3,), TypeError), (int, (2, 2), TypeError)],
+)  # fmt: skip
+def test_python_conversions_refuse_as_numpy_does_with_spmd_errors(convert, shape, builtin):
+    x = spmd.numpy.ones(shape)
+    with pytest.raises(builtin) as numpy_refusal:
+        convert(np.ones(shape))
+    with pytest.raises(spmd.errors.SpmdError) as refusal:
+        convert(x)
+    assert isinstance(refusal.value, builtin), refusal.value
+    assert type(numpy_refusal.value) is builtin

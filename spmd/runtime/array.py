@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from spmd.core.methods import ArrayMethods
-from spmd.errors import DistributedError, SpmdTypeError, aval_str
+from spmd.errors import DistributedError, SpmdTypeError, SpmdValueError, aval_str
 from spmd.runtime.pool import parallel_map
 from spmd.sharding.device import Device, process_index
 from spmd.sharding.layout import bounds_to_slices
@@ -155,17 +156,28 @@ class Array(ArrayMethods):
             return np.array(value, dtype=dtype, copy=True)
         return value.view()  # a view of a read-only owner can never be made writeable
 
+    def _scalar(self, kind: type) -> Any:
+        """``kind(self)`` as the installed NumPy converts, its refusal as an SpmdError."""
+        try:
+            return kind(self._value())
+        except (TypeError, ValueError) as refusal:
+            error = SpmdValueError if isinstance(refusal, ValueError) else SpmdTypeError
+            raise error(
+                f"{kind.__name__}() of an spmd.Array of shape {self._shape}: {refusal}. "
+                f"Reduce it first (x.any(), x.all(), x.sum()) or index one element (x[0])."
+            ) from None
+
     def __bool__(self) -> bool:
-        return bool(self._value())
+        return self._scalar(bool)
 
     def __int__(self) -> int:
-        return int(self._value())
+        return self._scalar(int)
 
     def __float__(self) -> float:
-        return float(self._value())
+        return self._scalar(float)
 
     def __complex__(self) -> complex:
-        return complex(self._value())
+        return self._scalar(complex)
 
     def __index__(self) -> int:
         return self._value().__index__()
@@ -173,13 +185,13 @@ class Array(ArrayMethods):
     # ---- sequence protocol ---------------------------------------------------------
     def __len__(self) -> int:
         if not self._shape:
-            raise TypeError("len() of unsized object (a 0-d spmd.Array)")
+            raise SpmdTypeError("len() of unsized object: a 0-d spmd.Array has no length")
         return self._shape[0]
 
     def __iter__(self) -> Iterator[Array]:
         """Rows as Arrays, laid out as this array's trailing dimensions are."""
         if not self._shape:
-            raise TypeError("iteration over a 0-d spmd.Array")
+            raise SpmdTypeError("iteration over a 0-d spmd.Array; use it as a scalar instead")
         from spmd.runtime.put import device_put
 
         sharding = _row_sharding(self._sharding)
