@@ -475,3 +475,20 @@ def test_a_result_that_does_not_fit_its_block_is_a_task_error():
     tasks[0] = tasks[0]._replace(fun=tasks[1].fun, args=tasks[1].args)
     with pytest.raises(spmd.TaskError, match=r"task 0 \(output 0\[0:22, 0:16\]\) failed: Sh"):
         spmd.run_tasks(holder, tasks)
+
+
+def test_too_many_tasks_are_refused_at_once_with_a_slicing_that_fits():
+    x = np.ones((1000, 1000))
+    with pytest.raises(spmd.errors.ShardingError, match="1000000 tasks, more than max_tasks=4096"):
+        spmd.shard_tasks(lambda a: a * 2, (x,))
+    try:
+        spmd.shard_tasks(lambda a: a * 2, (x,))
+    except spmd.errors.ShardingError as error:
+        suggested = eval(str(error).split("slicing=")[1].split(" (")[0])  # the advice, run
+    holder, tasks = spmd.shard_tasks(lambda a: a * 2, (x,), suggested)
+    assert len(tasks) <= 4096
+    np.testing.assert_array_equal(spmd.run_tasks(holder, tasks), x * 2)
+    _, few = spmd.shard_tasks(lambda a: a * 2, (np.ones((3, 2)),), max_tasks=6)
+    assert len(few) == 6
+    with pytest.raises(spmd.errors.ShardingError, match="6 tasks, more than max_tasks=5"):
+        spmd.shard_tasks(lambda a: a * 2, (np.ones((3, 2)),), max_tasks=5)

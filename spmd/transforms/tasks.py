@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import itertools
+import math
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
@@ -86,11 +87,15 @@ class TaskList(list):
         return "\n".join(lines)
 
 
-def shard_tasks(fun: Callable, args: Sequence, slicing: Sequence | None = None):
+def shard_tasks(
+    fun: Callable, args: Sequence, slicing: Sequence | None = None, max_tasks: int = 4096
+):
     """Split ``fun(*args)`` into independent tasks, one per block of its results.
 
     ``slicing`` has one entry per argument: None (cut every axis as finely as the program
-    allows), ``{axis: n}`` (n nearly equal parts) or ``{axis: [(start, stop), ...]}``.
+    allows), ``{axis: n}`` (n nearly equal parts), ``{axis: [(start, stop), ...]}``, or
+    ``{}`` (keep the argument whole). More than ``max_tasks`` tasks is a ShardingError that
+    suggests a slicing that fits.
     Returns ``(output_holder, tasks)``: NumPy arrays shaped as the results, and a TaskList
     of ``(task_args, task_fun, write)``; folding ``write(task_fun(*task_args), holder)``
     over the tasks, in any order and anywhere, fills the holder with ``fun(*args)``.
@@ -109,8 +114,10 @@ def shard_tasks(fun: Callable, args: Sequence, slicing: Sequence | None = None):
     _check_single_device(name, program)
     classes = dimension_classes(program)
     cuts, asked = read_slicing(name, program, classes, slicing)
+    groups = _groups(program, classes, cuts)
+    _check_task_count(name, program, classes, cuts, groups, max_tasks)
     tasks = []
-    for group in _groups(program, classes, cuts):
+    for group in groups:
         tasks.extend(_group_tasks(name, program, classes, cuts, group, values))
     holder = tree_unflatten(out_tree, [np.empty(a.shape, a.dtype) for a in program.out_avals])
     in_avals = [v.aval for v in program.invars]
@@ -217,6 +224,26 @@ def _check_single_device(name: str, program: Program) -> None:
                 f"a mesh of devices; a task runs on one. Give shard_tasks the per-device "
                 f"function instead, or run this one with jit."
             )
+
+
+def _check_task_count(name, program, classes, cuts, groups, max_tasks: int) -> None:
+    """Refuse, before building any, more than ``max_tasks`` tasks, suggesting a slicing
+    that cuts each cut class into at most ``max_tasks ** (1 / classes per task)`` parts."""
+    count = sum(math.prod(len(cuts[c]) for c in key) for _, key in groups)
+    if count <= max_tasks:
+        return
+    spanned = max(len(key) for _, key in groups)
+    parts = max(1, int(max_tasks ** (1 / spanned)))
+    suggestion = [
+        {d: min(parts, len(cuts[c]))
+         for d in range(var.aval.ndim) if (c := classes.class_of[(var, d)]) in cuts}
+        for var in program.invars
+    ]  # fmt: skip
+    raise ShardingError(
+        f"shard_tasks({name}): this slicing makes {count} tasks, more than max_tasks="
+        f"{max_tasks}. Cut more coarsely, e.g. slicing={suggestion} ({{}} keeps an argument "
+        f"whole), or raise max_tasks."
+    )
 
 
 def _groups(program: Program, classes: Classes, cuts: dict) -> list[tuple[list[int], list[int]]]:
