@@ -3,6 +3,8 @@ case-table row cannot tell (the sign of zero)."""
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -186,9 +188,15 @@ def test_creation_arguments_out_of_range(make, error, message):
 )  # fmt: skip
 def test_python_conversions_refuse_as_numpy_does_with_spmd_errors(convert, shape, builtin):
     x = spmd.numpy.ones(shape)
-    with pytest.raises(builtin) as numpy_refusal:
-        convert(np.ones(shape))
-    with pytest.raises(spmd.errors.SpmdError) as refusal:
-        convert(x)
-    assert isinstance(refusal.value, builtin), refusal.value
-    assert type(numpy_refusal.value) is builtin
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)  # NumPy 2.0: bool of empty
+            expected = convert(np.ones(shape))
+    except builtin:
+        with pytest.raises(spmd.errors.SpmdError) as refusal:
+            convert(x)
+        assert isinstance(refusal.value, builtin), refusal.value
+    else:  # the installed NumPy still converts (bool of an empty array before NumPy 2.2)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            assert convert(x) == expected
