@@ -15,7 +15,7 @@ from typing import Any
 from spmd.core.axes import as_int
 from spmd.core.trace import aval_of
 from spmd.errors import ShapeError, SpmdTypeError, SpmdValueError
-from spmd.numpy.shape import stack
+from spmd.numpy.shaping import stack
 from spmd.prims.control import stop_gradient_p
 from spmd.transforms.typeof import typeof
 from spmd.tree_util import (

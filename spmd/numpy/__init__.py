@@ -10,7 +10,7 @@ from spmd.numpy import (
     linalg,
     padding,
     reductions,
-    shape,
+    shaping,
     sorting,
     updates,
 )
@@ -23,7 +23,7 @@ from spmd.numpy.indexing import *  # noqa: F403
 from spmd.numpy.linalg import *  # noqa: F403
 from spmd.numpy.padding import *  # noqa: F403
 from spmd.numpy.reductions import *  # noqa: F403
-from spmd.numpy.shape import *  # noqa: F403
+from spmd.numpy.shaping import *  # noqa: F403
 from spmd.numpy.sorting import *  # noqa: F403
 from spmd.numpy.updates import *  # noqa: F403
 
@@ -37,7 +37,7 @@ __all__ = [
     *linalg.__all__,
     *padding.__all__,
     *reductions.__all__,
-    *shape.__all__,
+    *shaping.__all__,
     *sorting.__all__,
     *updates.__all__,
 ]

@@ -27,7 +27,7 @@ def _tracing() -> bool:
 def _filled(name: str, shape: Any, value: Any, dtype: Any):
     """``numpy.full(shape, value, dtype)``; inside a trace, a broadcast of one element, which
     each device expands to just its block when it runs."""
-    from spmd.numpy.shape import _sizes, broadcast_to
+    from spmd.numpy.shaping import _sizes, broadcast_to
 
     sizes = _sizes(shape, name)
     if not _tracing():
@@ -43,7 +43,7 @@ def array(object: Any, dtype: Any = None, copy: bool = True):
     if isinstance(object, Tracer):
         return object if dtype is None else object.astype(dtype)
     if isinstance(object, (list, tuple)) and _holds_arrays(object):
-        from spmd.numpy.shape import stack
+        from spmd.numpy.shaping import stack
 
         stacked = stack([array(item) for item in object])  # traced or sharded elements
         return stacked if dtype is None else stacked.astype(check_dtype(dtype))
@@ -105,7 +105,7 @@ def full(shape: Any, fill_value: Any, dtype: Any = None):
         if np.ndim(fill_value) == 0:
             return _filled("full", shape, fill_value, np.full((), fill_value, dtype).dtype)
         return _put(np.full(shape, fill_value, dtype))
-    from spmd.numpy.shape import astype, broadcast_to
+    from spmd.numpy.shaping import astype, broadcast_to
 
     aval = aval_of(fill_value)
     if dtype is not None or aval.weak_type:  # NumPy's full gives a strong (concrete) dtype
@@ -228,7 +228,7 @@ def eye(N: int, M: int | None = None, k: int = 0, dtype: Any = float):
     """``numpy.eye``: ones on the ``k``-th diagonal of an N × M matrix; inside a trace,
     ``row + k == column`` over two iotas, which each device computes for its block."""
     from spmd.core.axes import as_int
-    from spmd.numpy.shape import _sizes
+    from spmd.numpy.shaping import _sizes
 
     dtype = check_dtype(dtype)
     n, m = _sizes((N, N if M is None else M), "eye", "(N, M)")

@@ -10,7 +10,7 @@ from spmd.core.aval import host_array, result_dtype
 from spmd.core.trace import aval_of
 from spmd.errors import SpmdOverflowError, SpmdTypeError, SpmdValueError
 from spmd.numpy.creation import asarray
-from spmd.numpy.shape import astype
+from spmd.numpy.shaping import astype
 from spmd.prims.elementwise import (
     BINARY,
     UNARY,

@@ -15,7 +15,7 @@ from spmd.core.trace import aval_of
 from spmd.errors import ShapeError, SpmdTypeError, shape_str
 from spmd.numpy.elementwise import multiply  # type: ignore[attr-defined]
 from spmd.numpy.placement import takes_out_sharding
-from spmd.numpy.shape import astype, reshape
+from spmd.numpy.shaping import astype, reshape
 from spmd.prims.contraction import LETTERS, einsum_p
 
 Labels = Sequence[Hashable]

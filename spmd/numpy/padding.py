@@ -26,7 +26,7 @@ from spmd.numpy.elementwise import (  # type: ignore[attr-defined]
     where,
 )
 from spmd.numpy.elementwise import round as round_half_even
-from spmd.numpy.shape import astype, broadcast_to, concatenate
+from spmd.numpy.shaping import astype, broadcast_to, concatenate
 from spmd.numpy.sorting import sort
 
 OPTIONS = {  # the keyword arguments each mode takes, as NumPy's pad

@@ -24,7 +24,7 @@ from spmd.numpy.elementwise import (  # type: ignore[attr-defined]
     true_divide,
     where,
 )
-from spmd.numpy.shape import astype, broadcast_to
+from spmd.numpy.shaping import astype, broadcast_to
 from spmd.prims.elementwise import UNARY
 from spmd.prims.reduction import (
     REDUCTIONS,

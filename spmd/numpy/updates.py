@@ -23,7 +23,7 @@ from spmd.core.trace import aval_of
 from spmd.errors import SpmdTypeError
 from spmd.numpy.creation import arange, asarray
 from spmd.numpy.elementwise import add, logical_and, maximum, minimum, multiply, where
-from spmd.numpy.shape import broadcast_to, concatenate, reshape
+from spmd.numpy.shaping import broadcast_to, concatenate, reshape
 from spmd.prims.indexing import SpmdIndexError
 
 

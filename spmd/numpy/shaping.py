@@ -29,10 +29,13 @@ __all__ = [
     "concatenate",
     "expand_dims",
     "moveaxis",
+    "ndim",
     "ravel",
     "repeat",
     "reshape",
     "roll",
+    "shape",
+    "size",
     "split",
     "squeeze",
     "stack",
@@ -62,6 +65,24 @@ def _operands(arrays: Any, fn: str) -> list[Any]:
     if not operands:
         raise ShapeError(f"spmd.numpy.{fn}: need at least one array to {fn}.")
     return operands
+
+
+def shape(a: Any) -> tuple[int, ...]:
+    """``numpy.shape``: the shape of an array, traced or not. Example: ``shape(x) == (4, 8)``."""
+    return tuple(aval_of(a).shape)
+
+
+def ndim(a: Any) -> int:
+    """``numpy.ndim``: the number of dimensions. Example: ``ndim(x) == 2``."""
+    return aval_of(a).ndim
+
+
+def size(a: Any, axis: int | None = None) -> int:
+    """``numpy.size``: how many elements (along ``axis`` if given). Example: ``size(x, 0)``."""
+    aval = aval_of(a)
+    if axis is None:
+        return math.prod(aval.shape)
+    return aval.shape[normalize_axis(axis, aval.ndim, "spmd.numpy.size", str(aval))]
 
 
 @takes_out_sharding
