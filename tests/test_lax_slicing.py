@@ -1,4 +1,5 @@
-"""lax.dynamic_slice and kin against NumPy slicing with JAX's clamping, traced or known starts."""
+"""lax.dynamic_slice and kin against NumPy slicing with JAX's negative starts and clamping,
+traced or known starts."""
 
 import numpy as np
 import pytest
@@ -8,6 +9,8 @@ from spmd import lax
 
 
 def clamp(start: int, length: int, size: int) -> int:
+    """JAX's start: a negative one counts from the end, then clamped to keep the block inside."""
+    start = start + length if start < 0 else start
     return min(max(start, 0), length - size)
 
 
@@ -19,7 +22,7 @@ def test_dynamic_slice_and_update_equal_numpy_with_clamped_starts(traced):
         shape = tuple(int(n) for n in rng.integers(1, 7, size=rng.integers(1, 4)))
         x = rng.standard_normal(shape)
         sizes = tuple(int(rng.integers(0, n + 1)) for n in shape)
-        starts = tuple(int(rng.integers(-2, n + 3)) for n in shape)
+        starts = tuple(int(rng.integers(-n - 3, n + 3)) for n in shape)
         where = tuple(clamp(s, n, k) for s, n, k in zip(starts, shape, sizes, strict=True))
         block = tuple(slice(s, s + k) for s, k in zip(where, sizes, strict=True))
         update = rng.standard_normal(sizes)
@@ -51,3 +54,45 @@ def test_bad_starts_and_sizes_name_the_operand():
         lax.dynamic_slice(x, (0,), (1, 1))
     with pytest.raises(spmd.ShapeError, match="size 5 along dimension 1 does not fit"):
         lax.dynamic_slice(x, (0, 0), (1, 5))
+
+
+def test_negative_starts_count_from_the_end_as_in_jax():
+    x = np.array([-1, 3, -4, -2, 1])
+    mesh = spmd.make_mesh((8,), ("x",))
+    sharded = spmd.device_put(x, spmd.NamedSharding(mesh, spmd.P("x")))  # 5 elements on 8
+    traced = spmd.jit(lambda v, i: lax.dynamic_slice(v, [i], (1,)))
+    for got in (lax.dynamic_slice(x, [-4], (1,)), traced(x, -4), traced(sharded, np.int8(-4))):
+        assert isinstance(got, spmd.Array) and got.tolist() == [3]
+    assert lax.dynamic_slice(x, [-4], (1,), allow_negative_indices=False).tolist() == [-1]
+    assert lax.dynamic_slice(x, [-9], (2,)).tolist() == [-1, 3]  # -9 + 5 = -4, clamped to 0
+    assert lax.dynamic_slice_in_dim(sharded, -2, 2).tolist() == [-2, 1]
+    assert lax.dynamic_index_in_dim(x, -1, keepdims=False).tolist() == 1
+    expected = np.zeros(7)
+    expected[4] = 1.0
+    update = spmd.jit(lambda v, u, i: lax.dynamic_update_slice(v, u, [i]))
+    zeros = spmd.device_put(np.zeros(7), spmd.NamedSharding(mesh, spmd.P("x")))
+    for got in (
+        lax.dynamic_update_slice(np.zeros(7), np.ones(1), [-3]),
+        lax.dynamic_update_slice(zeros, np.ones(1), (-3,)),
+        lax.dynamic_update_slice_in_dim(zeros, np.ones(1), -3, axis=0),
+        update(np.zeros(7), np.ones(1), -3),
+        update(zeros, np.ones(1), np.int32(-3)),
+    ):
+        assert isinstance(got, spmd.Array)
+        np.testing.assert_array_equal(got, expected)
+
+
+def test_results_are_spmd_arrays_also_for_numpy_list_and_scalar_operands():
+    whole = lax.dynamic_slice(np.arange(3), [0], [3])
+    assert isinstance(whole, spmd.Array) and whole.tolist() == [0, 1, 2]
+    listed = lax.dynamic_slice([1, 2, 3], np.array([1]), [2])
+    assert isinstance(listed, spmd.Array) and listed.tolist() == [2, 3]
+    scalar = lax.dynamic_slice(3.0, [], [])  # a 0-d operand takes no starts, as in JAX
+    assert isinstance(scalar, spmd.Array) and scalar.shape == () and float(scalar) == 3.0
+    empty = lax.dynamic_update_slice(np.arange(3), np.zeros(0, int), [0])
+    assert isinstance(empty, spmd.Array) and empty.tolist() == [0, 1, 2]
+
+
+def test_traced_float_start_is_a_clear_error():
+    with pytest.raises(spmd.SpmdTypeError, match="start indices must be integers; got a traced"):
+        spmd.jit(lambda v, i: lax.dynamic_slice(v, [i], (1,)))(np.zeros(3), 1.0)

@@ -47,3 +47,11 @@ def test_numpy_shape_ndim_size_of_spmd_values_as_numpy(mode):
 
     assert_matches(run(mode, sizes, x), np.ones((5, 3)))
     assert (snp.shape(2.0), snp.ndim([[1, 2]]), snp.size([[1, 2]])) == ((), 2, 2)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("shift, axis", [(0, None), (5, 0), (-7, None), (2, -1), ((1, 4), (0, 0))])
+def test_roll_equals_numpy_and_gives_an_spmd_array(mode, shift, axis):
+    x = np.arange(5) * 3
+    assert_matches(run(mode, lambda v: snp.roll(v, shift, axis), x), np.roll(x, shift, axis))
+    assert_matches(snp.roll([1, 2], 0), np.array([1, 2]))

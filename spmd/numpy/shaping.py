@@ -276,6 +276,9 @@ def repeat(a: Any, repeats: int | Sequence[int], axis: int | None = None) -> Any
 def roll(a: Any, shift: int | Sequence[int], axis: int | Sequence[int] | None = None) -> Any:
     """``numpy.roll``: elements shifted along ``axis`` (flattened if None), those pushed off
     one end coming back at the other. Example: ``roll(x, 1)``."""
+    from spmd.numpy.creation import asarray
+
+    a = asarray(a)  # an spmd Array also when nothing moves
     aval = aval_of(a)
     if axis is None:
         return reshape(roll(ravel(a), shift, 0), aval.shape)
