@@ -55,3 +55,109 @@ def test_roll_equals_numpy_and_gives_an_spmd_array(mode, shift, axis):
     x = np.arange(5) * 3
     assert_matches(run(mode, lambda v: snp.roll(v, shift, axis), x), np.roll(x, shift, axis))
     assert_matches(snp.roll([1, 2], 0), np.array([1, 2]))
+
+
+# ------------------------------------------ item 2: values a dtype cannot hold
+
+
+@pytest.mark.parametrize(
+    "make, value, dtype, builtin",
+    [
+        (snp.array, [300], np.int8, OverflowError),
+        (snp.array, [1, -1], np.uint8, OverflowError),
+        (snp.array, 1 + 2j, np.float64, TypeError),
+        (snp.asarray, float("nan"), np.int32, ValueError),
+        (snp.asarray, [1.5, float("inf")], np.int16, OverflowError),
+    ],
+)
+def test_python_values_a_dtype_cannot_hold_raise_as_numpy(make, value, dtype, builtin):
+    with pytest.raises(builtin):
+        getattr(np, make.__name__)(value, dtype=dtype)
+    name = np.dtype(dtype).name
+    argument = "object" if make is snp.array else "a"
+    pattern = rf"{make.__name__}: {argument}=.* cannot become {name}: .* NumPy 2 refuses"
+    for call in (lambda: make(value, dtype=dtype), spmd.jit(lambda: make(value, dtype=dtype))):
+        with pytest.raises(builtin, match=pattern) as caught:
+            call()
+        assert isinstance(caught.value, spmd.SpmdError)
+
+
+def test_arrays_and_numpy_scalars_are_cast_as_numpy_casts_them():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for value, dtype in [
+            (np.array([300, -129]), np.int8),
+            (np.int64(300), np.int8),
+            (np.array([1.0 + 2j]), np.float64),
+            (np.float64("nan"), np.int32),
+            (put(np.array([300, 2, 3, 4, 5])), np.uint8),
+        ]:
+            expected = np.asarray(np.asarray(value), dtype=dtype)
+            assert_matches(snp.asarray(value, dtype=dtype), expected)
+            assert_matches(snp.array(value, dtype=dtype), expected)
+
+
+# ------------------------------------------ item 3: linspace
+
+
+LINSPACE_KEYWORDS = [
+    {},
+    {"num": 4, "endpoint": False},
+    {"num": 1},
+    {"num": 0},
+    {"num": 6, "dtype": np.int32},
+    {"num": 3, "axis": -1},
+    {"num": 3, "axis": 1, "dtype": np.float32},
+]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("keywords", LINSPACE_KEYWORDS)
+@pytest.mark.parametrize("stop", [np.float32(7.0), np.array([2.0, 2, 2, 2, 2])])
+def test_linspace_of_array_bounds_equals_numpy(mode, keywords, stop):
+    start = np.array([0.0, 1.0, -2.0, 3.0, 5.0], np.float32)
+    expected = np.linspace(start, stop, **keywords)
+    length = 50 if not keywords.get("num") else keywords["num"]
+    scale = 4 * length  # start + i * step rounds once per term, step from one division
+    got = run(mode, lambda s: snp.linspace(s, stop, **keywords), start)
+    assert_matches(got, expected, scale=scale)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("num, endpoint", [(5, True), (4, False), (1, True), (1, False), (0, True)])
+def test_linspace_retstep_equals_numpy(mode, num, endpoint):
+    start = np.array([0.0, 1.0, -2.0, 3.0, 5.0])
+    values, step = np.linspace(start, 9.0, num, endpoint, retstep=True)
+    got_values, got_step = run(
+        mode, lambda s: snp.linspace(s, 9.0, num, endpoint, retstep=True), start
+    )
+    assert_matches(got_values, values, scale=8)
+    assert_matches(got_step, np.asarray(step), scale=2)
+    scalar_values, scalar_step = snp.linspace(0, 1, num, endpoint, retstep=True)
+    expected_values, expected_step = np.linspace(0, 1, num, endpoint, retstep=True)
+    assert_matches(scalar_values, expected_values)
+    assert_matches(scalar_step, np.asarray(expected_step))
+
+
+# ------------------------------------------ item 4: creation keywords
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_like_functions_take_shape_and_dtype(mode):
+    x = np.arange(5, dtype=np.int8)
+    for name, extra in [("zeros_like", ()), ("ones_like", ()), ("full_like", (300.7,))]:
+        for keywords in [{"shape": (2, 3)}, {"shape": 4, "dtype": np.float32}, {"shape": ()}]:
+            expected = getattr(np, name)(x, *extra, **keywords)
+            got = run(mode, lambda v, n=name, e=extra, k=keywords: getattr(snp, n)(v, *e, **k), x)
+            assert_matches(got, expected)
+    got = run(mode, lambda v: snp.empty_like(v, shape=(3, 1), dtype=bool), x)
+    assert_matches(got, np.zeros((3, 1), bool))  # empty's values are zeros, as in JAX
+
+
+@pytest.mark.parametrize("ndmin", [0, 1, 2, 4])
+def test_array_ndmin_prepends_axes_as_numpy(ndmin):
+    for value in (3.0, [1, 2], np.ones((2, 3), np.int8), put(np.arange(5))):
+        expected = np.array(np.asarray(value), ndmin=ndmin)
+        assert_matches(snp.array(value, ndmin=ndmin), expected)
+    traced = spmd.jit(lambda v: snp.array(v, ndmin=ndmin))(np.arange(5))
+    assert_matches(traced, np.array(np.arange(5), ndmin=ndmin))

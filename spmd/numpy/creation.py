@@ -8,7 +8,13 @@ from typing import Any
 import numpy as np
 
 from spmd.core.aval import check_dtype, host_array
-from spmd.errors import ShapeError, SpmdTypeError, SpmdValueError, SpmdZeroDivisionError
+from spmd.errors import (
+    ShapeError,
+    SpmdOverflowError,
+    SpmdTypeError,
+    SpmdValueError,
+    SpmdZeroDivisionError,
+)
 from spmd.numpy.placement import takes_out_sharding
 from spmd.prims.creation import iota_p
 from spmd.runtime.put import device_put
@@ -36,19 +42,61 @@ def _filled(name: str, shape: Any, value: Any, dtype: Any):
 
 
 @takes_out_sharding
-def array(object: Any, dtype: Any = None, copy: bool = True):
-    """``numpy.array`` as an spmd Array. Example: ``spmd.numpy.array([1., 2.])``."""
-    from spmd.core.trace import Tracer
+def array(object: Any, dtype: Any = None, copy: bool = True, *, ndmin: int = 0):
+    """``numpy.array`` as an spmd Array. Example: ``spmd.numpy.array([1., 2.], ndmin=2)``.
 
+    Values that ``dtype`` cannot hold raise as in NumPy 2 (``array([300], dtype=np.int8)``)."""
+    return _array(object, dtype, ndmin, "array", "object")
+
+
+def _array(object: Any, dtype: Any, ndmin: Any, fn: str, argument: str):
+    """``numpy.array(object, dtype, ndmin=ndmin)``; errors name ``spmd.numpy.{fn}``."""
+    from spmd.core.axes import as_int
+    from spmd.core.trace import Tracer
+    from spmd.numpy.shaping import reshape
+
+    dtype = None if dtype is None else check_dtype(dtype)
+    ndmin = as_int(ndmin, f"spmd.numpy.{fn}", "ndmin")
     if isinstance(object, Tracer):
-        return object if dtype is None else object.astype(dtype)
-    if isinstance(object, (list, tuple)) and _holds_arrays(object):
+        result = object if dtype is None else object.astype(dtype)
+    elif isinstance(object, (list, tuple)) and _holds_arrays(object):
         from spmd.numpy.shaping import stack
 
         stacked = stack([array(item) for item in object])  # traced or sharded elements
-        return stacked if dtype is None else stacked.astype(check_dtype(dtype))
-    value = host_array(object, "object")
-    return _put(value if dtype is None else value.astype(check_dtype(dtype)))
+        result = stacked if dtype is None else stacked.astype(dtype)
+    else:
+        result = _put(_host(object, dtype, fn, argument))
+    shape = result.shape
+    if ndmin > len(shape):
+        result = reshape(result, (1,) * (ndmin - len(shape)) + tuple(shape))
+    return result
+
+
+_NUMPY_REFUSALS = {
+    OverflowError: SpmdOverflowError,
+    TypeError: SpmdTypeError,
+    ValueError: SpmdValueError,
+}
+
+
+def _host(object: Any, dtype: np.dtype | None, fn: str, argument: str) -> np.ndarray:
+    """``object`` as a NumPy array of ``dtype``. Python values that ``dtype`` cannot hold
+    (300 in int8, a complex in float64, NaN in int32) raise as in NumPy 2; arrays are cast."""
+    value = host_array(object, argument)
+    if dtype is None or value.dtype == dtype:
+        return value
+    if isinstance(object, np.ndarray) or hasattr(object, "__array__"):
+        return value.astype(dtype)  # NumPy casts arrays (wrapping, truncating)
+    try:
+        return np.asarray(object, dtype=dtype)
+    except (OverflowError, TypeError, ValueError) as error:
+        text = repr(object)
+        text = text if len(text) <= 60 else text[:57] + "..."
+        raise _NUMPY_REFUSALS[type(error) if type(error) in _NUMPY_REFUSALS else ValueError](
+            f"spmd.numpy.{fn}: {argument}={text} cannot become {dtype}: {error}. NumPy 2 "
+            f"refuses this too; give values that {dtype} holds, or cast an array on purpose "
+            f"(np.asarray({argument}).astype(np.{dtype}) wraps and truncates as NumPy's casts do)."
+        ) from None
 
 
 def _holds_arrays(items: list | tuple) -> bool:
@@ -77,7 +125,7 @@ def asarray(a: Any, dtype: Any = None):
 
     if isinstance(a, (Array, Tracer)) and (dtype is None or np.dtype(dtype) == a.dtype):
         return a
-    return array(a, dtype)
+    return _array(a, dtype, 0, "asarray", "a")
 
 
 @takes_out_sharding
@@ -124,29 +172,42 @@ def empty(shape: Any, dtype: Any = float):
     return zeros(shape, dtype)
 
 
-def _like(a: Any):
+def _like(a: Any, dtype: Any, shape: Any) -> tuple[Any, Any]:
+    """The shape and dtype of a ``*_like`` result: ``a``'s unless given."""
     from spmd.core.trace import aval_of
 
-    return aval_of(a)
+    aval = aval_of(a)
+    return aval.shape if shape is None else shape, aval.dtype if dtype is None else dtype
 
 
 @takes_out_sharding
-def zeros_like(a: Any, dtype: Any = None):
-    aval = _like(a)
-    return zeros(aval.shape, aval.dtype if dtype is None else dtype)
+def zeros_like(a: Any, dtype: Any = None, shape: Any = None):
+    """``numpy.zeros_like``: zeros in the shape and dtype of ``a`` (or those given).
+
+    Example: ``zeros_like(x, shape=(2, 3))``."""
+    return zeros(*_like(a, dtype, shape))
 
 
 @takes_out_sharding
-def ones_like(a: Any, dtype: Any = None):
-    aval = _like(a)
-    return ones(aval.shape, aval.dtype if dtype is None else dtype)
+def ones_like(a: Any, dtype: Any = None, shape: Any = None):
+    """``numpy.ones_like``: ones in the shape and dtype of ``a`` (or those given).
+
+    Example: ``ones_like(x, dtype=np.int8)``."""
+    return ones(*_like(a, dtype, shape))
 
 
 @takes_out_sharding
-def full_like(a: Any, fill_value: Any, dtype: Any = None):
-    """``numpy.full_like``: ``fill_value`` (traced or not) in the shape and dtype of ``a``."""
-    aval = _like(a)
-    return full(aval.shape, fill_value, aval.dtype if dtype is None else dtype)
+def empty_like(a: Any, dtype: Any = None, shape: Any = None):
+    """``numpy.empty_like``; its values are zeros, as in JAX. Example: ``empty_like(x)``."""
+    return zeros(*_like(a, dtype, shape))
+
+
+@takes_out_sharding
+def full_like(a: Any, fill_value: Any, dtype: Any = None, shape: Any = None):
+    """``numpy.full_like``: ``fill_value`` (traced or not) in the shape and dtype of ``a`` (or
+    those given). Example: ``full_like(x, 7, shape=(3,))``."""
+    sizes, dtype = _like(a, dtype, shape)
+    return full(sizes, fill_value, dtype)
 
 
 @takes_out_sharding
@@ -209,9 +270,22 @@ def _length(start: Any, stop: Any, step: Any) -> str:
 
 
 @takes_out_sharding
-def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, dtype: Any = None):
-    """``numpy.linspace``: ``num`` evenly spaced values from ``start`` to ``stop``."""
+def linspace(
+    start: Any,
+    stop: Any,
+    num: int = 50,
+    endpoint: bool = True,
+    retstep: bool = False,
+    dtype: Any = None,
+    axis: int = 0,
+):
+    """``numpy.linspace``: ``num`` evenly spaced values from ``start`` to ``stop`` (arrays
+    broadcast, the new axis at ``axis``); with ``retstep``, also the spacing, as an Array.
+
+    Example: ``linspace(0.0, 1.0, 5, endpoint=False)``."""
     from spmd.core.axes import as_int
+    from spmd.core.trace import Tracer
+    from spmd.runtime.array import Array
 
     count = as_int(num, "spmd.numpy.linspace", "num")
     if count < 0:
@@ -220,7 +294,44 @@ def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, dtype:
             f"and must be >= 0."
         )
     dtype = None if dtype is None else check_dtype(dtype)
-    return _put(np.linspace(start, stop, count, endpoint=endpoint, dtype=dtype))
+    axis = as_int(axis, "spmd.numpy.linspace", "axis")
+    if any(isinstance(v, Tracer) for v in (start, stop)):
+        values, step = _traced_linspace(start, stop, count, bool(endpoint), dtype, axis)
+    else:
+        start, stop = (np.asarray(v) if isinstance(v, Array) else v for v in (start, stop))
+        values, step = np.linspace(start, stop, count, endpoint, True, dtype, axis)
+        values, step = _put(values), _put(np.asarray(step))
+    return (values, step) if retstep else values
+
+
+def _traced_linspace(start: Any, stop: Any, num: int, endpoint: bool, dtype: Any, axis: int):
+    """NumPy's linspace algorithm in spmd operations, for a traced ``start`` or ``stop``."""
+    import spmd.numpy as snp
+    from spmd.core.aval import result_dtype
+    from spmd.core.trace import aval_of
+
+    computed, _ = result_dtype(aval_of(start), aval_of(stop))
+    if computed.kind not in "fc":
+        computed = np.result_type(computed, np.float64)  # NumPy's ensure_inexact
+    start, stop = snp.asarray(start).astype(computed), snp.asarray(stop).astype(computed)
+    delta = stop - start
+    rank = delta.ndim
+    steps = snp.arange(num).astype(computed).reshape((-1,) + (1,) * rank)
+    div = num - 1 if endpoint else num
+    if div > 0:
+        step = delta / div
+        # if any step underflows to 0, NumPy scales all by delta after dividing
+        values = snp.where(snp.any(step == 0), steps / div * delta, steps * step)
+    else:
+        step = snp.full((), np.nan)  # NumPy's step is the Python float nan here
+        values = steps * delta
+    values = values + start
+    if endpoint and num > 1:
+        values = snp.concatenate([values[:-1], snp.broadcast_to(stop, values.shape[1:])[None]])
+    values = snp.moveaxis(values, 0, axis)
+    if dtype is not None:
+        values = (snp.floor(values) if dtype.kind in "iu" else values).astype(dtype)
+    return values, step
 
 
 @takes_out_sharding
