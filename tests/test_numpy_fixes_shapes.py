@@ -161,3 +161,141 @@ def test_array_ndmin_prepends_axes_as_numpy(ndmin):
         assert_matches(snp.array(value, ndmin=ndmin), expected)
     traced = spmd.jit(lambda v: snp.array(v, ndmin=ndmin))(np.arange(5))
     assert_matches(traced, np.array(np.arange(5), ndmin=ndmin))
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("order", ["C", "F", "A", None])
+@pytest.mark.parametrize("shape", [(6, 5), (3, 10), (-1,), (5, 3, 2), (2, -1, 1)])
+def test_reshape_and_ravel_orders_equal_numpy(mode, order, shape):
+    x = np.arange(30).reshape(5, 6)  # 5 rows: uneven on 8 devices
+    expected = np.reshape(x, shape, order=order)
+    assert_matches(run(mode, lambda v: snp.reshape(v, shape, order=order), x), expected)
+    assert_matches(run(mode, lambda v: snp.ravel(v, order=order), x), np.ravel(x, order=order))
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("order", ["C", "F", "A", "K"])
+def test_ravel_of_uneven_and_fortran_arrays_equals_numpy(mode, order):
+    x = np.arange(15).reshape(5, 3)
+    assert_matches(run(mode, lambda v: snp.ravel(v, order=order), x), np.ravel(x, order=order))
+    f = np.asfortranarray(x)
+    assert_matches(snp.ravel(f, order=order), np.ravel(f, order=order))
+    assert_matches(snp.reshape(f, (3, 5), order="A"), np.reshape(f, (3, 5), order="A"))
+    reversed_columns = x[:, ::-1]
+    assert_matches(snp.ravel(reversed_columns, order="K"), np.ravel(reversed_columns, order="K"))
+
+
+def test_bad_orders_raise_value_errors_as_numpy():
+    x = np.ones((2, 2))
+    with pytest.raises(ValueError):
+        np.reshape(x, 4, order="K")
+    with pytest.raises(spmd.SpmdValueError, match=r"reshape: order must be one of 'C', 'F', 'A'"):
+        snp.reshape(x, 4, order="K")
+    with pytest.raises(spmd.SpmdValueError, match=r"ravel: order must be one of .* \(got 'Q'\)"):
+        snp.ravel(x, order="Q")
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize(
+    "dtype, casting",
+    [(None, "same_kind"), (np.float32, "same_kind"), (np.int8, "unsafe"), (None, "safe")],
+)
+def test_concatenate_and_stack_take_dtype_and_casting(mode, dtype, casting):
+    a = np.array([1.5, -2.0, 300.0, 4.0, 5.0])
+    b = np.arange(5, dtype=np.int32)
+    for fn in ("concatenate", "stack"):
+        expected = getattr(np, fn)([a, b], dtype=dtype, casting=casting)
+        got = run(
+            mode, lambda x, y, f=fn: getattr(snp, f)([x, y], dtype=dtype, casting=casting), a, b
+        )
+        assert_matches(got, expected)
+    flat = np.concatenate([a.reshape(1, 5), b], axis=None, dtype=np.float32)
+    assert_matches(snp.concatenate([a.reshape(1, 5), b], axis=None, dtype=np.float32), flat)
+    assert_matches(snp.stack([1.5, 2], dtype=np.float32), np.stack([1.5, 2], dtype=np.float32))
+
+
+@pytest.mark.parametrize("fn", ["concatenate", "stack"])
+@pytest.mark.parametrize(
+    "dtype, casting", [(np.int32, "same_kind"), (None, "no"), (np.float32, "safe")]
+)
+def test_casts_numpy_refuses_raise_type_errors(fn, dtype, casting):
+    a, b = np.ones(2), np.ones(2, np.int32)
+    with pytest.raises(TypeError):
+        getattr(np, fn)([a, b], dtype=dtype, casting=casting)
+    with pytest.raises(spmd.SpmdTypeError, match=rf"{fn}: cannot cast arrays\[\d\] .* rule '"):
+        getattr(snp, fn)([a, b], dtype=dtype, casting=casting)
+    with pytest.raises(spmd.SpmdValueError, match="casting must be one of"):
+        getattr(snp, fn)([a, b], casting="bad")
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_nonzero_equals_numpy_and_takes_size_under_jit(mode):
+    x = np.array([0.0, 3.0, 0.0, -1.0, 2.0])
+    grid = np.array([[0, 1, 0], [2, 0, 3], [0, 0, 4], [5, 0, 0], [0, 0, 0]])
+    for value in (x, grid, np.zeros((0, 3)), np.zeros(5, bool)):
+        expected = np.nonzero(value)
+        if mode != "jit":
+            assert_matches(run(mode, snp.nonzero, value), expected)
+        for size, fill in [(len(expected[0]), None), (2, None), (7, -1), (0, 5)]:
+            padded = tuple(
+                np.concatenate([e[:size], np.full(max(0, size - len(e)), fill or 0, np.intp)])
+                for e in expected
+            )
+            got = run(mode, lambda v, n=size, f=fill: snp.nonzero(v, size=n, fill_value=f), value)
+            assert_matches(got, padded)
+
+
+def test_nonzero_refusals():
+    with pytest.raises(spmd.SpmdTypeError, match=r"nonzero: a is a traced i64\[5\].* size="):
+        spmd.jit(snp.nonzero)(np.arange(5))
+    with pytest.raises(ValueError):
+        np.nonzero(np.array(1.0))
+    with pytest.raises(spmd.SpmdValueError, match="nonzero: a is 0-d"):
+        snp.nonzero(np.array(1.0))
+    with pytest.raises(spmd.ShapeError, match="fill_value has 3 entries, but a has 2"):
+        snp.nonzero(np.ones((2, 2)), size=5, fill_value=(1, 2, 3))
+
+
+# ------------------------------------------ item 5: axis 0 / -1 of 0-d arrays
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda m, x: m.squeeze(x, 0),
+        lambda m, x: m.squeeze(x, -1),
+        lambda m, x: m.squeeze(x, ()),
+        lambda m, x: m.repeat(x, 3, 0),
+        lambda m, x: m.repeat(x, [2], -1),
+        lambda m, x: m.repeat(x, 0, axis=0),
+        lambda m, x: m.take(x, 0, 0),
+        lambda m, x: m.take(x, [0, -1], -1),
+        lambda m, x: m.take(x, [[0]], axis=0),
+        lambda m, x: m.take(x, [4, -7], 0, mode="wrap"),
+        lambda m, x: m.take(x, 9, -1, mode="clip"),
+    ],
+)
+def test_axis_0_or_minus_1_of_a_0d_array_as_numpy(mode, call):
+    x = np.array(2.5)
+    assert_matches(run(mode, lambda v: call(snp, v), x), call(np, x))
+
+
+@pytest.mark.parametrize(
+    "call, builtin, error",
+    [
+        (lambda m, x: m.squeeze(x, 1), ValueError, spmd.ShapeError),
+        (lambda m, x: m.squeeze(x, (0,)), ValueError, spmd.ShapeError),
+        (lambda m, x: m.repeat(x, 2, 1), ValueError, spmd.ShapeError),
+        (lambda m, x: m.take(x, 0, 1), IndexError, spmd.SpmdError),
+        (lambda m, x: m.take(x, 1, 0), IndexError, spmd.SpmdError),
+    ],
+)
+def test_other_axes_of_a_0d_array_raise_as_numpy(call, builtin, error):
+    x = np.array(2.5)
+    with pytest.raises(builtin):
+        call(np, x)
+    for fn in (lambda v: call(snp, v), spmd.jit(lambda v: call(snp, v))):
+        with pytest.raises(builtin) as caught:
+            fn(x)
+        assert isinstance(caught.value, error)

@@ -44,5 +44,5 @@ __all__ = [
 
 # Attributes (NumPy's own np.shape(x) on spmd values dispatches here) that join __all__ once
 # the case table (tests/cases/) has rows for them.
-empty_like = creation.empty_like
+empty_like, nonzero = creation.empty_like, indexing.nonzero
 ndim, shape, size = shaping.ndim, shaping.shape, shaping.size

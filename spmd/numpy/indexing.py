@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from spmd.core.trace import Tracer, aval_of
-from spmd.errors import ShapeError, SpmdTypeError, shape_str
+from spmd.errors import ShapeError, SpmdTypeError, SpmdValueError, shape_str
 from spmd.prims.indexing import IndexArray, Slice, SpmdIndexError, getitem_p, out_of_range
 from spmd.runtime.array import Array
 
@@ -181,6 +181,10 @@ def take(a: Any, indices: Any, axis: int | None = None, mode: str | None = None)
         import spmd.numpy as snp
 
         a, axis = snp.reshape(a, (-1,)), 0
+    if aval_of(a).ndim == 0:  # NumPy takes from a 0-d array as from its 1-element ravel
+        import spmd.numpy as snp
+
+        a = snp.reshape(a, (1,))
     aval = aval_of(a)
     if not -aval.ndim <= operator.index(axis) < aval.ndim:
         raise SpmdIndexError(
@@ -207,6 +211,79 @@ def take(a: Any, indices: Any, axis: int | None = None, mode: str | None = None)
         else:
             indices = np.mod(indices, size) if mode == "wrap" else np.clip(indices, 0, size - 1)
     return _getitem(a, (slice(None),) * axis + (indices,))
+
+
+def nonzero(a: Any, *, size: int | None = None, fill_value: Any = None) -> tuple:
+    """``numpy.nonzero``: one index array per dimension, of the elements that are not zero,
+    in C order. Example: ``rows, cols = nonzero(x)``.
+
+    Their number depends on the data, so a traced ``a`` needs JAX's ``size=``: the first
+    ``size`` indices, padded with ``fill_value`` (0 by default; a scalar, or one per dimension).
+    """
+    from spmd.core.axes import as_int
+
+    aval = aval_of(a)
+    if aval.ndim == 0:
+        raise SpmdValueError(
+            f"spmd.numpy.nonzero: a is 0-d ({aval}); NumPy 2 does not allow nonzero of 0-d "
+            f"arrays. Use nonzero(atleast_1d(a)), i.e. nonzero(reshape(a, (1,)))."
+        )
+    if size is not None:
+        size = as_int(size, "spmd.numpy.nonzero", "size")
+        if size < 0:
+            raise SpmdValueError(f"spmd.numpy.nonzero: size={size} must be >= 0.")
+    fills = _fills(fill_value, aval.ndim)
+    if not isinstance(a, Tracer):
+        found = np.nonzero(np.asarray(a))
+        if size is not None:
+            found = tuple(
+                np.concatenate([f[:size], np.full(max(0, size - len(f)), fill, np.intp)])
+                for f, fill in zip(found, fills, strict=True)
+            )
+        import spmd.numpy as snp
+
+        return tuple(snp.asarray(f.astype(np.intp)) for f in found)
+    if size is None:
+        raise SpmdTypeError(
+            f"spmd.numpy.nonzero: a is a traced {aval}, so how many elements are nonzero is "
+            f"not known while tracing and the result has no static shape (JAX raises "
+            f"ConcretizationTypeError here). Pass size= (and fill_value=) for a fixed number "
+            f"of indices, or call it outside jit."
+        )
+    return _traced_nonzero(a, aval, size, fills)
+
+
+def _fills(fill_value: Any, ndim: int) -> tuple:
+    if fill_value is None:
+        return (0,) * ndim
+    fills = tuple(np.ravel(np.asarray(fill_value)).tolist())
+    if len(fills) == 1:
+        return fills * ndim
+    if len(fills) != ndim:
+        raise ShapeError(
+            f"spmd.numpy.nonzero: fill_value has {len(fills)} entries, but a has {ndim} "
+            f"dimensions; give a scalar or one value per dimension."
+        )
+    return fills
+
+
+def _traced_nonzero(a: Any, aval: Any, size: int, fills: tuple) -> tuple:
+    """The first ``size`` nonzero positions of a traced ``a``: a stable sort puts the nonzero
+    elements first, in order; slots past their count get the fill."""
+    import spmd.numpy as snp
+
+    flat = snp.reshape(a, (-1,)) != 0
+    order = snp.argsort(snp.logical_not(flat), kind="stable").astype(np.intp)
+    if size > aval.size:
+        order = snp.concatenate([order, snp.zeros(size - aval.size, np.intp)])
+    order = order[:size]
+    found = snp.arange(size) < snp.sum(flat)
+    result, stride = [], 1
+    for d in reversed(range(aval.ndim)):
+        index = (order // stride) % aval.shape[d] if aval.shape[d] else order
+        result.append(snp.where(found, index, np.intp(fills[d])))
+        stride *= max(aval.shape[d], 1)
+    return tuple(reversed(result))
 
 
 __all__ = ["_getitem", "take"]

@@ -7,10 +7,12 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from spmd.core.aval import check_dtype
 from spmd.core.axes import as_int, as_ints, normalize_axes, normalize_axis
 from spmd.core.trace import aval_of
-from spmd.errors import ShapeError, SpmdError, SpmdTypeError
+from spmd.errors import ShapeError, SpmdTypeError, SpmdValueError
 from spmd.numpy.placement import takes_out_sharding
 from spmd.prims.shape import (
     broadcast_to_p,
@@ -82,14 +84,34 @@ def size(a: Any, axis: int | None = None) -> int:
     return aval.shape[normalize_axis(axis, aval.ndim, "spmd.numpy.size", str(aval))]
 
 
-@takes_out_sharding
-def reshape(a: Any, shape: int | Sequence[int], order: str = "C") -> Any:
-    """``numpy.reshape`` in C order, one -1 inferred. Example: ``reshape(x, (2, -1))``."""
-    if order != "C":
-        raise SpmdError(
-            f"spmd.numpy.reshape: order={order!r} is not supported; only order='C'. For "
-            f"order='F', transpose, reshape to the reversed shape, and transpose back."
+_ORDERS = ("C", "F", "A", "K")
+
+
+def _order(a: Any, order: Any, fn: str, allowed: tuple[str, ...]) -> str:
+    """``order`` as "C" or "F". spmd values are laid out in C order, so "A" and "K" mean "C"
+    for them; a NumPy array's own layout decides, as in NumPy."""
+    order = "C" if order is None else order
+    if order not in allowed:
+        raise SpmdValueError(
+            f"spmd.numpy.{fn}: order must be one of {', '.join(map(repr, allowed))} "
+            f"(got {order!r}); 'C' reads the last index fastest, 'F' the first."
         )
+    if order in "AK" and isinstance(a, np.ndarray):
+        fortran = a.flags.f_contiguous and not a.flags.c_contiguous
+        return "F" if fortran else "C"
+    return order if order in "CF" else "C"
+
+
+@takes_out_sharding
+def reshape(
+    a: Any, shape: int | Sequence[int] | None = None, order: str = "C", *, copy: Any = None
+) -> Any:
+    """``numpy.reshape``, one -1 inferred; ``order='F'`` reads and writes the first index
+    fastest. Example: ``reshape(x, (2, -1), order='F')``. (spmd Arrays never share memory, so
+    ``copy`` changes nothing.)"""
+    order = _order(a, order, "reshape", _ORDERS[:3])
+    if shape is None:
+        raise SpmdTypeError("spmd.numpy.reshape: give the new shape, e.g. reshape(x, (2, -1)).")
     aval = aval_of(a)
     sizes = as_ints(shape, "spmd.numpy.reshape", "shape")
     unknown = [i for i, d in enumerate(sizes) if d == -1]
@@ -103,13 +125,27 @@ def reshape(a: Any, shape: int | Sequence[int], order: str = "C") -> Any:
         if known == 0 or aval.size % known:
             raise reshape_error(aval, sizes)
         sizes = tuple(aval.size // known if d == -1 else d for d in sizes)
+    if order == "F":  # reverse the axes, reshape in C order to the reversed shape, reverse back
+        reversed_in = transpose_p.bind(a, permutation=tuple(reversed(range(aval.ndim))))
+        out = reshape_p.bind(reversed_in, new_sizes=sizes[::-1])
+        return transpose_p.bind(out, permutation=tuple(reversed(range(len(sizes)))))
     return reshape_p.bind(a, new_sizes=sizes)
 
 
-def ravel(a: Any) -> Any:
-    """``numpy.ravel``: the elements as a 1-D array in C order. Example: ``ravel(x)``."""
-    aval = aval_of(a)
-    return reshape_p.bind(a, new_sizes=(aval.size,))
+def ravel(a: Any, order: str = "C") -> Any:
+    """``numpy.ravel``: the elements as a 1-D array, in C order (or ``order='F'``).
+
+    Example: ``ravel(x, order='F')``."""
+    if isinstance(a, np.ndarray) and order == "K":
+        return _host_put(np.ravel(a, order="K"))  # NumPy's memory order of its strides
+    order = _order(a, order, "ravel", _ORDERS)
+    return reshape(a, (-1,), order=order)
+
+
+def _host_put(value: np.ndarray) -> Any:
+    from spmd.runtime.put import device_put
+
+    return device_put(np.ascontiguousarray(value))
 
 
 def transpose(a: Any, axes: Sequence[int] | None = None) -> Any:
@@ -157,6 +193,14 @@ def squeeze(a: Any, axis: int | Sequence[int] | None = None) -> Any:
     aval = aval_of(a)
     if axis is None:
         axes = tuple(i for i, d in enumerate(aval.shape) if d == 1)
+    elif aval.ndim == 0:  # NumPy takes an int axis 0 or -1 (not in a tuple) of a 0-d array
+        sequence = isinstance(axis, tuple | list)
+        if axis != () and (sequence or as_int(axis, "spmd.numpy.squeeze", "axis") not in (0, -1)):
+            raise ShapeError(
+                f"spmd.numpy.squeeze: axis={axis!r} is out of bounds for the 0-d {aval}; NumPy "
+                f"takes only the integer axis 0 or -1, (), or None for a 0-d array."
+            )
+        axes = ()
     else:
         axes = normalize_axes(axis, aval.ndim, "spmd.numpy.squeeze", str(aval))
     for i in axes:
@@ -182,9 +226,48 @@ def broadcast_to(array: Any, shape: int | Sequence[int]) -> Any:
     return broadcast_to_p.bind(array, shape=_sizes(shape, "broadcast_to"))
 
 
-def concatenate(arrays: Sequence[Any], axis: int | None = 0) -> Any:
-    """``numpy.concatenate`` along an existing axis (None flattens). Ex: ``concatenate([x, y])``."""
-    operands = _operands(arrays, "concatenate")
+_CASTINGS = ("no", "equiv", "safe", "same_kind", "unsafe")
+
+
+def _cast_operands(operands: list, dtype: Any, casting: str, fn: str) -> list:
+    """The operands in ``dtype`` (their common dtype if None) after NumPy's ``casting`` check."""
+    from spmd.core.aval import result_dtype
+
+    if casting not in _CASTINGS:
+        raise SpmdValueError(
+            f"spmd.numpy.{fn}: casting must be one of {', '.join(map(repr, _CASTINGS))} "
+            f"(got {casting!r})."
+        )
+    avals = [aval_of(x) for x in operands]
+    if dtype is None and casting == "same_kind":
+        return operands  # the common dtype is always a same-kind cast
+    target = result_dtype(*avals)[0] if dtype is None else check_dtype(dtype)
+    for i, aval in enumerate(avals):
+        if not np.can_cast(aval.dtype, target, casting):
+            raise SpmdTypeError(
+                f"spmd.numpy.{fn}: cannot cast arrays[{i}] ({aval}) to {target} according to "
+                f"the rule {casting!r}; pass casting='unsafe' to convert anyway, or convert "
+                f"it first with .astype()."
+            )
+    return [
+        x if aval.dtype == target else astype(x, target)
+        for x, aval in zip(operands, avals, strict=True)
+    ]
+
+
+def concatenate(
+    arrays: Sequence[Any],
+    axis: int | None = 0,
+    out: None = None,
+    *,
+    dtype: Any = None,
+    casting: str = "same_kind",
+) -> Any:
+    """``numpy.concatenate`` along an existing axis (None flattens), in ``dtype`` if given.
+
+    Example: ``concatenate([x, y], dtype=np.float32)``."""
+    _no_out(out, "concatenate")
+    operands = _cast_operands(_operands(arrays, "concatenate"), dtype, casting, "concatenate")
     if axis is not None:
         first = aval_of(operands[0])
         if first.ndim == 0:
@@ -196,9 +279,19 @@ def concatenate(arrays: Sequence[Any], axis: int | None = 0) -> Any:
     return concatenate_p.bind(*operands, axis=axis)
 
 
-def stack(arrays: Sequence[Any], axis: int = 0) -> Any:
-    """``numpy.stack``: join same-shaped arrays along a new axis. Ex: ``stack([x, y], -1)``."""
-    operands = _operands(arrays, "stack")
+def stack(
+    arrays: Sequence[Any],
+    axis: int = 0,
+    out: None = None,
+    *,
+    dtype: Any = None,
+    casting: str = "same_kind",
+) -> Any:
+    """``numpy.stack``: join same-shaped arrays along a new axis, in ``dtype`` if given.
+
+    Example: ``stack([x, y], -1)``."""
+    _no_out(out, "stack")
+    operands = _cast_operands(_operands(arrays, "stack"), dtype, casting, "stack")
     avals = [aval_of(x) for x in operands]
     for i, aval in enumerate(avals):
         if aval.shape != avals[0].shape:
@@ -214,6 +307,14 @@ def stack(arrays: Sequence[Any], axis: int = 0) -> Any:
         *[reshape_p.bind(x, new_sizes=expanded) for x in operands],
         axis=axis,
     )
+
+
+def _no_out(out: Any, fn: str) -> None:
+    if out is not None:
+        raise SpmdTypeError(
+            f"spmd.numpy.{fn}: out= is not supported: spmd Arrays cannot be written in place. "
+            f"Use the returned array."
+        )
 
 
 def split(ary: Any, indices_or_sections: int | Sequence[int], axis: int = 0) -> list[Any]:
@@ -257,8 +358,8 @@ def tile(A: Any, reps: int | Sequence[int]) -> Any:
 
 def repeat(a: Any, repeats: int | Sequence[int], axis: int | None = None) -> Any:
     """``numpy.repeat``: repeat elements (flattened if axis is None). Ex: ``repeat(x, 2, 0)``."""
-    if axis is None:
-        a, axis = ravel(a), 0
+    if axis is None or aval_of(a).ndim == 0:  # NumPy repeats a 0-d array as 1-d
+        a, axis = ravel(a), 0 if axis is None else axis
     aval = aval_of(a)
     axis = normalize_axis(axis, aval.ndim, "spmd.numpy.repeat", str(aval))
     counts = as_ints(repeats, "spmd.numpy.repeat", "repeats")
