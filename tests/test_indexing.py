@@ -66,3 +66,19 @@ def test_take_errors():
         snp.take(x, [0], mode="fill")
     clipped = spmd.jit(lambda a, i: snp.take(a, i, axis=0))(x, np.array([5, -1]))
     check(clipped, np.asarray(x)[[2, 2]])
+
+
+@pytest.mark.parametrize(
+    "index",
+    [True, False, np.True_, np.array(False), (0, True), ([0, 1, 4], True), (True, [2, 0]),
+     (Ellipsis, True), (True, Ellipsis, False), (slice(None), True, [2, 0]), (None, True),
+     (True, True), (1, True, 2), (np.array([True, False, True, False, True]), True)],
+)  # fmt: skip
+def test_a_0d_boolean_index_adds_an_axis_of_length_1_or_0_as_numpy(index):
+    x = np.arange(15).reshape(5, 3)  # 5 rows: uneven on 8 devices
+    mesh = spmd.make_mesh((8,), ("x",))
+    sharded = spmd.device_put(x, spmd.NamedSharding(mesh, spmd.P("x")))
+    expected = x[index]
+    for got in (snp.asarray(x)[index], sharded[index], spmd.jit(lambda v: v[index])(sharded)):
+        assert got.shape == expected.shape and got.dtype == expected.dtype
+        np.testing.assert_array_equal(got, expected)

@@ -28,6 +28,13 @@ class _Mask:
         self.value = value
 
 
+class _ScalarBool:
+    """A 0-d boolean index: NumPy adds an axis of length 1 (True) or 0 (False) there."""
+
+    def __init__(self, flag: bool) -> None:
+        self.flag = flag
+
+
 def _static_int(value: Any, what: str) -> int | None:
     if value is None:
         return None
@@ -53,10 +60,7 @@ def _classify(entry: Any) -> Any:
         parts = (entry.start, "start"), (entry.stop, "stop"), (entry.step, "step")
         return slice(*(_static_int(value, what) for value, what in parts))
     if isinstance(entry, (bool, np.bool_)):
-        raise SpmdTypeError(
-            f"spmd.numpy indexing: a boolean scalar index (x[{entry}]) is not supported; "
-            f"{_VALID}. Use x[None] to add an axis."
-        )
+        return _ScalarBool(bool(entry))
     if isinstance(entry, Tracer):
         if entry.dtype == np.bool_:
             raise SpmdTypeError(
@@ -74,8 +78,8 @@ def _classify(entry: Any) -> Any:
         value = np.asarray(entry)
         if isinstance(entry, (list, tuple)) and value.size == 0:
             value = value.astype(np.intp)
-        if value.dtype == np.bool_ and value.ndim:
-            return _Mask(value)
+        if value.dtype == np.bool_:
+            return _Mask(value) if value.ndim else _ScalarBool(bool(value))
         if value.dtype.kind not in "iu":
             raise SpmdTypeError(f"spmd.numpy indexing: {_VALID}; got an array of {value.dtype}.")
         return value
@@ -88,7 +92,7 @@ def _classify(entry: Any) -> Any:
 
 
 def _consumes(entry: Any) -> int:
-    if entry is None or entry is Ellipsis:
+    if entry is None or entry is Ellipsis or isinstance(entry, _ScalarBool):
         return 0
     return entry.value.ndim if isinstance(entry, _Mask) else 1
 
@@ -140,11 +144,30 @@ def _checked(value: np.ndarray, axis: int, size: int) -> np.ndarray:
     return np.where(value < 0, value + size, value).astype(np.intp)
 
 
+def _scalar_bools(x: Any, entries: list) -> tuple[Any, list]:
+    """``x`` with an axis of length 1 where each 0-d boolean index stands, and the index
+    with that boolean replaced by the integer array [0] (True) or [] (False), as NumPy does."""
+    import spmd.numpy as snp
+
+    shape, replaced, axis = list(aval_of(x).shape), [], 0
+    for entry in entries:
+        if isinstance(entry, _ScalarBool):
+            shape.insert(axis, 1)
+            entry = np.zeros(1 if entry.flag else 0, np.intp)
+        replaced.append(entry)
+        axis += _consumes(entry)
+    return snp.reshape(x, tuple(shape)), replaced
+
+
 def _getitem(x: Any, index: Any):
     """``x[index]`` with NumPy's basic and integer-array indexing. Example: ``x[1:, [0, 2]]``."""
     shape = aval_of(x).shape
     raw = list(index) if isinstance(index, tuple) else [index]
-    entries = _unmask(_expand([_classify(e) for e in raw], shape), shape)
+    entries = _expand([_classify(e) for e in raw], shape)
+    if any(isinstance(e, _ScalarBool) for e in entries):
+        x, entries = _scalar_bools(x, entries)
+        shape = aval_of(x).shape
+    entries = _unmask(entries, shape)
     plan: list = []
     operands: list = []
     axis = 0
