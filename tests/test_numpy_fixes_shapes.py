@@ -299,3 +299,26 @@ def test_other_axes_of_a_0d_array_raise_as_numpy(call, builtin, error):
         with pytest.raises(builtin) as caught:
             fn(x)
         assert isinstance(caught.value, error)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize(
+    "shape, shift, axis",
+    [((0, 3), 1, ()), ((0,), 2, 0), ((0,), 0, ()), ((5, 3), 1, ()), ((5, 3), [], []),
+     ((5, 3), (1, -1), (1, 1)), ((5, 3), 7, (0, 1)), ((5, 3), (1, 2), 1), ((0, 3), 4, None)],
+)  # fmt: skip
+def test_roll_of_empty_arrays_and_empty_axes_equals_numpy(mode, shape, shift, axis):
+    x = np.arange(np.prod(shape), dtype=np.float32).reshape(shape)
+    expected = np.roll(x, shift, axis)
+    assert_matches(run(mode, lambda v: snp.roll(v, shift, axis), x), expected)
+
+
+def test_roll_refuses_what_numpy_refuses():
+    with pytest.raises(ValueError):
+        np.roll(np.array(1.0), 1, ())
+    with pytest.raises(spmd.SpmdValueError, match=r"roll: axis=\(\) of the 0-d f64\[\]"):
+        snp.roll(np.array(1.0), 1, ())
+    with pytest.raises(ValueError):
+        np.roll(np.ones((2, 3)), (1, 2), ())
+    with pytest.raises(spmd.ShapeError, match=r"shift \(1, 2\) and axis \(\) must have"):
+        snp.roll(np.ones((2, 3)), (1, 2), ())

@@ -388,10 +388,16 @@ def roll(a: Any, shift: int | Sequence[int], axis: int | Sequence[int] | None = 
             f"spmd.numpy.roll: shift {shift!r} and axis {axis!r} must have the same length "
             f"(or one of them be a single value)."
         )
-    count = max(len(shifts), len(axes))
+    if not axes and aval.ndim == 0:
+        raise SpmdValueError(
+            f"spmd.numpy.roll: axis={axis!r} of the 0-d {aval}: NumPy 2 refuses an empty axis "
+            f"list for a 0-d array (ValueError); pass axis=None, or leave the array as it is."
+        )
+    count = 0 if 0 in (len(shifts), len(axes)) else max(len(shifts), len(axes))
     total: dict[int, int] = {}
-    for s, ax in zip(shifts * (count // len(shifts)), axes * (count // len(axes)), strict=True):
-        total[ax] = total.get(ax, 0) + s
+    for i in range(count):
+        ax = axes[i % len(axes)]
+        total[ax] = total.get(ax, 0) + shifts[i % len(shifts)]
     for ax, s in total.items():
         n = aval.shape[ax]
         if n and s % n:
