@@ -96,3 +96,22 @@ def test_results_are_spmd_arrays_also_for_numpy_list_and_scalar_operands():
 def test_traced_float_start_is_a_clear_error():
     with pytest.raises(spmd.SpmdTypeError, match="start indices must be integers; got a traced"):
         spmd.jit(lambda v, i: lax.dynamic_slice(v, [i], (1,)))(np.zeros(3), 1.0)
+
+
+def test_dynamic_update_index_in_dim_takes_an_update_without_the_axis():
+    from spmd.lax.slicing import dynamic_update_index_in_dim
+
+    x = np.arange(15.0).reshape(5, 3)
+    mesh = spmd.make_mesh((8,), ("x",))
+    sharded = spmd.device_put(x, spmd.NamedSharding(mesh, spmd.P("x")))
+    expected = x.copy()
+    expected[:, 1] = [-1, -2, -3, -4, -5]
+    column = np.array([-1.0, -2, -3, -4, -5])
+    traced = spmd.jit(lambda v, u, i: dynamic_update_index_in_dim(v, u, i, 1))
+    for got in (
+        dynamic_update_index_in_dim(x, column, -2, axis=1),
+        dynamic_update_index_in_dim(sharded, column[:, None], 1, axis=-1),
+        traced(sharded, column, np.int32(-2)),
+    ):
+        assert isinstance(got, spmd.Array)
+        np.testing.assert_array_equal(got, expected)

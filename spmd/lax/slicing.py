@@ -93,6 +93,21 @@ def dynamic_update_slice_in_dim(
     )
 
 
+def dynamic_update_index_in_dim(
+    operand: Any, update: Any, index: Any, axis: int, *, allow_negative_indices: bool = True
+):
+    """``operand`` with the slice at ``index`` along ``axis`` replaced by ``update`` (which
+    may lack that axis). Example: ``dynamic_update_index_in_dim(x, row, -1, 0)``."""
+    ndim = aval_of(operand).ndim
+    axis = _axis("dynamic_update_index_in_dim", axis, ndim)
+    update = asarray(update)
+    if update.ndim == ndim - 1:
+        update = update.reshape((*update.shape[:axis], 1, *update.shape[axis:]))
+    return dynamic_update_slice_in_dim(
+        operand, update, index, axis, allow_negative_indices=allow_negative_indices
+    )
+
+
 def dynamic_index_in_dim(
     operand: Any,
     index: Any,
