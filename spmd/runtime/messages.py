@@ -18,16 +18,16 @@ collective's kind, the transport the rest.
 from __future__ import annotations
 
 import contextvars
-import functools
 import hashlib
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 _TEXT = {"program": 64, "collective": 64, "value": 48, "dtype": 16}
-_NUMBERS = struct.Struct("<QqqQ")  # fingerprint, step, sequence number, bytes
-HEADER_BYTES = _NUMBERS.size + sum(_TEXT.values())
+_SUBJECT = struct.Struct("<Qq")  # fingerprint, step: fixed for a Subject
+_COUNTS = struct.Struct("<qQ")  # sequence number, bytes: packed per message, last
+HEADER_BYTES = _SUBJECT.size + sum(_TEXT.values()) + _COUNTS.size
 
 
 @dataclass(frozen=True, eq=False)  # compared by identity: a cache key made once per step
@@ -40,6 +40,7 @@ class Speaker:
     step: int = 0
     operation: str = ""
     value: str = ""
+    subjects: dict = field(default_factory=dict, repr=False)  # by ``what``: see ``subject``
 
 
 EAGER = Speaker()
@@ -79,32 +80,34 @@ def _fixed(text: str, size: int) -> bytes:
 class Subject:
     """What the messages of one round of a collective are about: ``speaker``'s program,
     step and value, and ``what`` the Communicator does ("all-reduce (sum)"). Made once per
-    step (``subject``), so a round only packs its numbers."""
+    step (``subject``), so a message packs only its sequence number and byte count."""
 
     def __init__(self, speaker: Speaker, what: str) -> None:
         operation = f"{what} for {speaker.operation}" if speaker.operation else what
-        self.speaker = speaker
         self._texts = (
-            _fixed(speaker.name, _TEXT["program"])
+            _SUBJECT.pack(speaker.fingerprint, speaker.step)
+            + _fixed(speaker.name, _TEXT["program"])
             + _fixed(operation, _TEXT["collective"])
             + _fixed(speaker.value, _TEXT["value"])
         )
-        self._tails: dict[str, bytes] = {}
+        self._fixed: dict[np.dtype, bytes] = {}  # all but the counts, by the buffer's dtype
 
     def header(self, sequence: int, buffer: np.ndarray) -> bytes:
         """The header of message ``sequence`` carrying ``buffer``."""
-        kind = buffer.dtype.str
-        tail = self._tails.get(kind)
-        if tail is None:
-            tail = self._tails[kind] = self._texts + _fixed(kind, _TEXT["dtype"])
-        s = self.speaker
-        return _NUMBERS.pack(s.fingerprint, s.step, sequence, buffer.nbytes) + tail
+        fixed = self._fixed.get(buffer.dtype)
+        if fixed is None:
+            kind = _fixed(buffer.dtype.str, _TEXT["dtype"])
+            fixed = self._fixed[buffer.dtype] = self._texts + kind
+        return fixed + _COUNTS.pack(sequence, buffer.nbytes)
 
 
-@functools.lru_cache(maxsize=4096)
 def subject(speaker: Speaker, what: str) -> Subject:
-    """The Subject of ``speaker``'s messages doing ``what``."""
-    return Subject(speaker, what)
+    """The Subject of ``speaker``'s messages doing ``what``, made once and kept by
+    ``speaker``."""
+    made = speaker.subjects.get(what)
+    if made is None:
+        made = speaker.subjects[what] = Subject(speaker, what)
+    return made
 
 
 @dataclass(frozen=True)
@@ -122,12 +125,13 @@ class Header:
 
     @classmethod
     def decode(cls, raw: bytes) -> Header:
-        numbers = _NUMBERS.unpack_from(raw)
-        texts, offset = [], _NUMBERS.size
+        fingerprint, step = _SUBJECT.unpack_from(raw)
+        texts, offset = [], _SUBJECT.size
         for size in _TEXT.values():
             texts.append(raw[offset : offset + size].decode(errors="replace").rstrip())
             offset += size
-        return cls(*numbers, *texts)
+        sequence, nbytes = _COUNTS.unpack_from(raw, offset)
+        return cls(fingerprint, step, sequence, nbytes, *texts)
 
     def describe(self) -> str:
         value = f" ({self.value})" if self.value else ""

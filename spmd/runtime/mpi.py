@@ -44,6 +44,7 @@ class MpiTransport:
         self.count = self.comm.Get_size()
         self._sent = [0] * self.count  # messages sent to each process, and received from it
         self._received = [0] * self.count
+        self._landings: list[memoryview] = []  # where small messages land; one exchange at a time
 
     def exchange(
         self,
@@ -55,19 +56,19 @@ class MpiTransport:
         message behind a header that the receiver checks (spmd/runtime/messages.py). A small
         message travels with its header in one message; a large one right after it."""
         about = subject(current_speaker(), what)
-        incoming = []  # (request, peer, raw, expected header, buffer) per message received
+        incoming = []  # (request, peer, landing, expected header, buffer) per message received
         requests, peers, keep = [], [], []
         for peer, buffer in recvs:
             expected = about.header(self._received[peer], buffer)
             self._received[peer] += 1
             if buffer.nbytes <= SMALL_BYTES:  # room for any small message: never truncated
-                raw, tag = np.empty(HEADER_BYTES + SMALL_BYTES, np.uint8), _PACKED
+                landing, tag = self._landing(len(incoming)), _PACKED
             else:
-                raw, tag = np.empty(HEADER_BYTES, np.uint8), _HEADER
+                landing, tag = memoryview(bytearray(HEADER_BYTES)), _HEADER
                 requests.append(self.comm.Irecv(_bytes(buffer), source=peer, tag=_DATA))
                 peers.append(peer)
-            request = self.comm.Irecv([raw, MPI.BYTE], source=peer, tag=tag)
-            incoming.append((request, peer, raw, expected, buffer))
+            request = self.comm.Irecv([landing, MPI.BYTE], source=peer, tag=tag)
+            incoming.append((request, peer, landing, expected, buffer))
             requests.append(request)
             peers.append(peer)
         for peer, buffer in sends:
@@ -84,14 +85,22 @@ class MpiTransport:
             requests.append(self.comm.Isend([header, MPI.BYTE], dest=peer, tag=_HEADER))
             requests.append(self.comm.Isend(_bytes(buffer), dest=peer, tag=_DATA))
             peers += (peer, peer)
-        self._wait(requests, peers, what, lambda wait=0.0: self._check(incoming, wait))
-        for _, peer, raw, expected, buffer in incoming:
-            if raw[:HEADER_BYTES].tobytes() != expected:
-                raise DistributedError(disagreement(self.index, peer, expected, raw.tobytes()))
+        try:
+            self._wait(requests, peers, what, incoming)
+        except DistributedError:
+            self._landings = []  # messages may still land in these: never reuse them
+            raise
+        for _, peer, landing, expected, buffer in incoming:
+            if landing[:HEADER_BYTES] != expected:
+                raise DistributedError(disagreement(self.index, peer, expected, landing.tobytes()))
             if 0 < buffer.nbytes <= SMALL_BYTES:
-                memoryview(buffer).cast("B")[:] = raw.data[
-                    HEADER_BYTES : HEADER_BYTES + buffer.nbytes
-                ]
+                buffer.data.cast("B")[:] = landing[HEADER_BYTES : HEADER_BYTES + buffer.nbytes]
+
+    def _landing(self, position: int) -> memoryview:
+        """The ``position``-th buffer small messages land in, made once and reused."""
+        while len(self._landings) <= position:
+            self._landings.append(memoryview(bytearray(HEADER_BYTES + SMALL_BYTES)))
+        return self._landings[position]
 
     def _raw_exchange(self, sends, recvs, what: str, tag: int) -> None:
         """Messages without headers (those of the agreement check itself)."""
@@ -99,7 +108,7 @@ class MpiTransport:
         requests += [self.comm.Isend(_bytes(b), dest=p, tag=tag) for p, b in sends]
         self._wait(requests, [p for p, _ in recvs] + [p for p, _ in sends], what)
 
-    def _check(self, incoming: list, wait: float) -> None:
+    def _check(self, incoming: list, wait: float = 0.0) -> None:
         """Raise DistributedError if a header that arrived (within ``wait`` seconds) is not
         the one expected, or if a peer whose header is late sent one of the other form (a
         large message where a small one was expected, or the reverse)."""
@@ -107,7 +116,7 @@ class MpiTransport:
         for request, peer, raw, expected, _ in incoming:
             while not request.Test() and time.monotonic() < deadline:
                 time.sleep(1e-4)
-            received = raw.tobytes() if request.Test() else self._unexpected(peer, raw.size)
+            received = raw.tobytes() if request.Test() else self._unexpected(peer, raw.nbytes)
             if received is not None and received[:HEADER_BYTES] != expected:
                 raise DistributedError(disagreement(self.index, peer, expected, received))
 
@@ -122,9 +131,9 @@ class MpiTransport:
         self.comm.Recv([raw, MPI.BYTE], source=peer, tag=other)
         return raw.tobytes()
 
-    def _wait(self, requests: list, peers: list[int], what: str, check=None) -> None:
-        """Wait for ``requests``. ``check`` looks for a disagreement that explains a delay:
-        a while after the start, on a timeout and on an MPI error."""
+    def _wait(self, requests: list, peers: list[int], what: str, incoming=None) -> None:
+        """Wait for ``requests``. The headers of ``incoming`` messages are checked for a
+        disagreement that explains a delay: a while after the start, and on an MPI error."""
         try:
             if MPI.Request.Testall(requests):  # small messages: often done at once
                 return
@@ -133,16 +142,16 @@ class MpiTransport:
             checked = _CHECK_AFTER
             while not MPI.Request.Testall(requests):
                 elapsed = time.monotonic() - start
-                if check is not None and elapsed > checked:
-                    check()
+                if incoming is not None and elapsed > checked:
+                    self._check(incoming)
                     checked = elapsed + _CHECK_AFTER
                 if elapsed > timeout:
                     self._give_up(requests, peers, what, timeout)
                 if elapsed > _BUSY_SECONDS:
                     time.sleep(5e-5)
         except MPI.Exception as error:
-            if check is not None:
-                check(wait=min(config.collective_timeout, 5.0))
+            if incoming is not None:
+                self._check(incoming, wait=min(config.collective_timeout, 5.0))
             raise DistributedError(
                 f"process {self.index}: MPI failed during {what} "
                 f"({_where(current_speaker())}): {error.Get_error_string()}."
