@@ -56,8 +56,9 @@ def header_disagreement(said: dict[int, str], mine: str, theirs: str) -> None:
     [
         ("order", "jit(f)", "jit(g)"),
         ("order_shard_map", "jit(total)", "jit(largest)"),
-        ("order_pmap", "all-reduce (sum)", "all-reduce (max)"),
-        ("collective_kind", "all-reduce (sum)", "all-reduce (max)"),
+        ("order_pmap", "all-reduce (sum) for psum #", "all-reduce (max) for pmax #"),
+        ("order_pmap", "of pmap(step) step", "of pmap(step) step"),
+        ("collective_kind", "all-reduce (sum) for psum #", "all-reduce (max) for pmax #"),
         ("dtype_shard_map", "of float32", "of float64"),
         ("dtype_reshard", "(i32[8]), 16 bytes of int32", "(i64[8]), 32 bytes of int64"),
         ("size", "(f64[64]), 256 bytes", "(f64[16]), 64 bytes"),

@@ -145,7 +145,7 @@ def _speakers(part: Partitioned, name: str, digest: int) -> dict[int, Speaker]:
     for index, step in enumerate(part.steps):
         if isinstance(step, Collective):
             aval = step.input.aval
-            speakers[index] = Speaker(name, digest, index, step.name, f"{aval}")
+            speakers[index] = Speaker(name, digest, index, step.written, f"{aval}")
         elif isinstance(step, Reshard):
             aval = step.src.aval
             speakers[index] = Speaker(name, digest, index, "reshard", f"{aval}")

@@ -45,6 +45,17 @@ class Collective:
     def kind(self) -> str:
         return COLLECTIVE_KINDS[self.name]
 
+    @property
+    def written(self) -> str:
+        """The collective as the program wrote it: psum, pmax, all_gather, ..."""
+        return written_collective(self.name, self.params)
+
+
+def written_collective(name: str, params: dict) -> str:
+    """``name`` with its reduction: the psum primitive with op "max" is a pmax."""
+    op = params.get("op", "sum")
+    return name if op == "sum" else name.replace("sum", op)
+
 
 COLLECTIVE_KINDS = {
     "psum": "all-reduce",

@@ -32,6 +32,7 @@ from spmd.runtime.collectives import run_collective
 from spmd.runtime.communicator import communicator_for
 from spmd.runtime.messages import Speaker, fingerprint, speaking_for
 from spmd.sharding.device import process_index
+from spmd.sharding.device_program import written_collective
 from spmd.sharding.mesh import Mesh
 
 Varying = frozenset[str]
@@ -103,8 +104,8 @@ class BlocksTrace(Trace):
     def _collective(self, primitive: Primitive, blocks: list, aval, params: dict) -> list:
         buffers = {d: np.asarray(b) for d, b in zip(self.devices, blocks, strict=True)}
         shapes = [aval.shape] * self.mesh.size
-        speaker = Speaker(self.name, fingerprint(self.name), self.collectives, primitive.name,
-                          f"{aval}")  # fmt: skip
+        written = written_collective(primitive.name, params)
+        speaker = Speaker(self.name, fingerprint(self.name), self.collectives, written, f"{aval}")
         self.collectives += 1
         with speaking_for(speaker):
             out = run_collective(primitive.name, params, buffers, shapes, self.mesh, self.comm)

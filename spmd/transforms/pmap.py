@@ -210,6 +210,7 @@ class Pmapped:
             from spmd.transforms.jit import jit
 
             self._jitted = jit(lambda *a: self._bind(a), static_argnums=self.static_argnums)
+            self._jitted.label = self._where()  # what its errors and messages call it
         return self._jitted
 
     def _run_global(self, args: tuple) -> Any:
