@@ -40,7 +40,7 @@ def launch(scenario: str, devices: tuple[int, int] = (2, 2)) -> dict[int, str]:
     return said
 
 
-@pytest.mark.parametrize("scenario", ["infer", "mixed_meshes"])
+@pytest.mark.parametrize("scenario", ["infer", "mixed_meshes", "shows_a_summary"])
 def test_scenario_passes_on_both_processes(scenario):
     assert launch(scenario) == {0: f"passed: {scenario}", 1: f"passed: {scenario}"}
 

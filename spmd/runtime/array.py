@@ -212,6 +212,8 @@ class Array(ArrayMethods):
 
     # ---- display -------------------------------------------------------------------
     def __repr__(self) -> str:
+        if not self._held_here():
+            return self._summary()
         value = self._value()
         if value.size == 0:
             return f"Array([], shape={self._shape}, dtype={self._dtype.name})"
@@ -219,7 +221,23 @@ class Array(ArrayMethods):
         return f"Array({body}, dtype={self._dtype.name})"
 
     def __str__(self) -> str:
-        return str(self._value())
+        return str(self._value()) if self._held_here() else self._summary()
+
+    def _held_here(self) -> bool:
+        """Whether this process holds every block, so that the values can be shown."""
+        if self._npy_value is not None or self.is_fully_addressable:
+            return True
+        holders = self._sharding.layout(self._shape).holders.values()
+        return all(any(h in self._buffers for h in hs) for hs in holders)
+
+    def _summary(self) -> str:
+        """What an Array spanning processes shows where its values are elsewhere (as JAX)."""
+        return (
+            f"Array(shape={self._shape}, dtype={self._dtype.name}, sharding={self._sharding!r}; "
+            f"process {process_index()} holds {len(self._buffers)} of "
+            f"{self._sharding.mesh.size} shards: gather the values with "
+            f"spmd.multihost_utils.process_allgather)"
+        )
 
     def __format__(self, spec: str) -> str:
         if self.ndim == 0:

@@ -149,10 +149,34 @@ def mixed_meshes() -> None:
         np.testing.assert_allclose(shard.data, expected[shard.index], rtol=1e-12, atol=1e-12)
 
 
+def shows_a_summary() -> None:
+    """repr and print of an Array this process holds part of show its shape, dtype and
+    sharding (as JAX); the values need process_allgather. A replicated one shows values."""
+    line = spmd.make_mesh((spmd.device_count(),), ("x",))
+    data = np.arange(8.0)
+    split = spmd.make_array_from_process_local_data(
+        NamedSharding(line, P("x")), data.reshape(2, 4)[spmd.process_index()]
+    )
+    for shown in (repr(split), str(split), f"{split}"):
+        assert shown.startswith("Array(shape=(8,), dtype=float64, sharding=NamedSharding("), shown
+        assert f"process {spmd.process_index()} holds 2 of 4 shards" in shown, shown
+        assert "process_allgather" in shown, shown
+    try:
+        np.asarray(split)
+    except spmd.DistributedError as error:
+        assert "process_allgather" in str(error), error
+    else:
+        raise AssertionError("np.asarray of a partly held Array gave values")
+    gathered = spmd.multihost_utils.process_allgather(split, tiled=True)
+    np.testing.assert_array_equal(gathered, data)
+    whole = spmd.jit(lambda v: v * 2, out_shardings=NamedSharding(line, P()))(split)
+    assert repr(whole) == "Array([ 0.,  2.,  4.,  6.,  8., 10., 12., 14.], dtype=float64)", whole
+
+
 SCENARIOS: dict[str, Callable[[], None]] = {
     f.__name__: f
     for f in (infer, global_shape_differs, dtype_differs, pmap_uneven, pmap_shapes_differ,
-              pmap_dtypes_differ, pmap_functions_differ, mixed_meshes)
+              pmap_dtypes_differ, pmap_functions_differ, mixed_meshes, shows_a_summary)
 }  # fmt: skip
 
 
