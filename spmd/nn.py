@@ -88,8 +88,23 @@ def _max(x: Any, axes: tuple[int, ...]) -> Any:
 
 
 def _inexact(x: Any) -> Any:
-    """``x``, with bools and integers converted to float64 (floats and complex kept)."""
-    return x if aval_of(x).dtype.kind in "fc" else snp.astype(x, np.float64)
+    """``x``, with bools and integers converted to the float dtype NumPy's float ufuncs (and
+    ``sigmoid``) give them: float16 for bool, int8 and uint8, float32 for int16 and uint16,
+    float64 for wider integers. Floats and complex numbers are kept."""
+    dtype = aval_of(x).dtype
+    return x if dtype.kind in "fc" else snp.astype(x, np.promote_types(dtype, np.float16))
+
+
+def _real_numbers(name: str, x: Any) -> Any:
+    """``x`` as floats (``_inexact``) for the softmax family, which subtracts a max: in an
+    integer dtype that wraps. Bools are refused, as NumPy refuses ``x - max(x)`` of them."""
+    aval = aval_of(x)
+    if aval.dtype == np.bool_:
+        raise SpmdTypeError(
+            f"spmd.nn.{name} does not support {aval}: x - max(x) is undefined for booleans (as "
+            f"in NumPy). Convert first, e.g. {name}(x.astype(np.float32))."
+        )
+    return _inexact(x)
 
 
 def sigmoid(x: Any) -> Any:
@@ -107,8 +122,8 @@ def gelu(x: Any, approximate: bool = True) -> Any:
     """Gaussian error linear unit; the tanh approximation unless ``approximate=False``.
 
     Example: ``spmd.nn.gelu(x, approximate=False)`` is ``x * Phi(x)`` computed with erfc.
-    Bools and integers are promoted to float64 first in either form, as jax.nn.gelu promotes
-    them to its default float (spmd's is NumPy's, float64).
+    Bools and integers are converted to a float first in either form, the one NumPy's float
+    ufuncs give them (float16 for bool and int8, float32 for int16, float64 for int32).
     """
     x = _inexact(x)
     if aval_of(x).dtype == np.float16:  # as XLA does: float16's range cannot hold the series
@@ -127,6 +142,7 @@ def softmax(x: Any, axis: Axis = -1) -> Any:
     Example: ``spmd.nn.softmax(logits, axis=-1)``.
     """
     axes = _axes("softmax", axis, x)
+    x = _real_numbers("softmax", x)
     unnormalized = snp.exp(x - _max(x, axes))
     return unnormalized / snp.sum(unnormalized, axis=axes, keepdims=True)
 
@@ -134,6 +150,7 @@ def softmax(x: Any, axis: Axis = -1) -> Any:
 def log_softmax(x: Any, axis: Axis = -1) -> Any:
     """``x - logsumexp(x)`` along ``axis``. Example: ``spmd.nn.log_softmax(logits)``."""
     axes = _axes("log_softmax", axis, x)
+    x = _real_numbers("log_softmax", x)
     shifted = x - _max(x, axes)
     return shifted - snp.log(snp.sum(snp.exp(shifted), axis=axes, keepdims=True))
 
@@ -141,9 +158,11 @@ def log_softmax(x: Any, axis: Axis = -1) -> Any:
 def logsumexp(a: Any, axis: Axis = None, keepdims: bool = False) -> Any:
     """``log(sum(exp(a)))`` over ``axis`` (all axes by default), computed stably.
 
-    Example: ``spmd.nn.logsumexp(x, axis=1)``. An all ``-inf`` slice gives ``-inf``.
+    Example: ``spmd.nn.logsumexp(x, axis=1)``. An all ``-inf`` slice gives ``-inf``. Bools and
+    integers are converted first to the float dtype NumPy's ``exp`` gives them.
     """
     axes = _axes("logsumexp", axis, a)
+    a = _inexact(a)
     amax = _max(a, axes)
     amax = snp.where(snp.isfinite(amax), amax, 0)
     total = snp.sum(snp.exp(a - amax), axis=axes, keepdims=keepdims)

@@ -23,7 +23,9 @@ def _float_formula(formula, rejects_bool=""):
         if rejects_bool and x.dtype == np.bool_:
             raise TypeError(f"numpy boolean {rejects_bool} is not supported")
         result = np.asarray(formula(x.astype(np.float64), *args, **kwargs))
-        return result.astype(x.dtype) if x.dtype.kind == "f" else result
+        # bools and integers: the float NumPy's ufuncs give them (float16 for bool, int8)
+        kind = x.dtype if x.dtype.kind == "f" else np.promote_types(x.dtype, np.float16)
+        return result.astype(kind)
 
     return reference
 
@@ -81,7 +83,7 @@ def _nn():
         add("nn." + name, nn_call(name), *shapes, dtypes=_keep(DTYPES, rejects), **kw)
         if rejects:
             add("nn." + name, nn_call(name), ((3,),), dtypes=rejects, error=SpmdTypeError, **kw)
-    # Both forms take bools, as integers, in float64 (jax.nn.gelu promotes both to a float).
+    # Both forms take bools, as integers, in NumPy's ufunc float (float16 for bool).
     add(
         "nn.gelu",
         nn_call("gelu", approximate=False),
