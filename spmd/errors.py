@@ -43,6 +43,10 @@ class SpmdOverflowError(SpmdError, OverflowError):
     """A Python integer does not fit the integer dtype it meets (NumPy 2's rule)."""
 
 
+class SpmdMemoryError(SpmdError, MemoryError):
+    """An array is too big to allocate in this process; the message gives its size."""
+
+
 class SpmdZeroDivisionError(SpmdError, ZeroDivisionError):
     """A step or divisor that must not be zero is zero (``arange(0, 10, 0)``), as in NumPy."""
 
@@ -88,6 +92,14 @@ def aval_str(shape: Sequence[int], dtype) -> str:
 def shape_str(shape: Sequence[int]) -> str:
     """Write a shape as a tuple, ``(4, 8)``, also for rank 0 and 1."""
     return repr(tuple(int(d) for d in shape))
+
+
+def byte_str(count: int) -> str:
+    """A byte count in binary units: ``byte_str(3 * 2**30)`` → ``3.0 GiB``, ``512 B``."""
+    size, units = float(count), ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"]
+    while size >= 1024 and len(units) > 1:
+        size, units = size / 1024, units[1:]
+    return f"{int(count)} B" if units[0] == "B" else f"{size:.1f} {units[0]}"
 
 
 def plural(count: int, singular: str, plural_form: str | None = None) -> str:

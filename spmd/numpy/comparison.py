@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from spmd.core.trace import aval_of
+from spmd.errors import ShapeError, SpmdTypeError
 from spmd.numpy.creation import asarray
 from spmd.numpy.elementwise import abs, equal, isfinite, isnan, logical_and, logical_or, where
 from spmd.numpy.reductions import all
@@ -31,10 +32,24 @@ def allclose(a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan
     return all(isclose(a, b, rtol, atol, equal_nan))
 
 
+def _arrays(a1: Any, a2: Any) -> tuple[Any, Any] | None:
+    """Both operands as arrays (Python lists and scalars too), or None where NumPy's
+    ``asarray`` refuses one (a ragged list), which NumPy's array_equal counts as not equal."""
+    try:
+        return asarray(a1), asarray(a2)
+    except (ShapeError, SpmdTypeError):
+        return None
+
+
 def array_equal(a1: Any, a2: Any, equal_nan: bool = False):
-    """``numpy.array_equal``: the same shape and the same elements, as a 0-d bool Array."""
-    if aval_of(a1).shape != aval_of(a2).shape:
+    """``numpy.array_equal``: the same shape and the same elements, as a 0-d bool Array.
+
+    Example: ``array_equal(x, [1, 2, 3])``; with ``equal_nan``, NaNs in the same places match.
+    """
+    arrays = _arrays(a1, a2)
+    if arrays is None or aval_of(arrays[0]).shape != aval_of(arrays[1]).shape:
         return asarray(False)
+    a1, a2 = arrays
     same = equal(a1, a2)
     if equal_nan:
         same = logical_or(same, logical_and(isnan(a1), isnan(a2)))
@@ -42,12 +57,18 @@ def array_equal(a1: Any, a2: Any, equal_nan: bool = False):
 
 
 def array_equiv(a1: Any, a2: Any):
-    """``numpy.array_equiv``: equal elements after broadcasting, as a 0-d bool Array."""
+    """``numpy.array_equiv``: equal elements after broadcasting, as a 0-d bool Array.
+
+    Example: ``array_equiv(x, [[1, 2], [1, 2]])`` for ``x`` of shape (2,) or (2, 2).
+    """
+    arrays = _arrays(a1, a2)
+    if arrays is None:
+        return asarray(False)
     try:
-        np.broadcast_shapes(aval_of(a1).shape, aval_of(a2).shape)
+        np.broadcast_shapes(aval_of(arrays[0]).shape, aval_of(arrays[1]).shape)
     except ValueError:
         return asarray(False)
-    return all(equal(a1, a2))
+    return all(equal(*arrays))
 
 
 __all__ = ["allclose", "array_equal", "array_equiv", "isclose"]

@@ -14,7 +14,9 @@ from spmd.errors import (
     SpmdTypeError,
     SpmdValueError,
     SpmdZeroDivisionError,
+    aval_str,
 )
+from spmd.numpy.allocation import allocating
 from spmd.numpy.placement import takes_out_sharding
 from spmd.prims.creation import iota_p
 from spmd.runtime.put import device_put
@@ -37,7 +39,8 @@ def _filled(name: str, shape: Any, value: Any, dtype: Any):
 
     sizes = _sizes(shape, name)
     if not _tracing():
-        return _put(np.full(sizes, value, dtype))
+        with allocating(name, sizes, dtype):
+            return _put(np.full(sizes, value, dtype))
     return broadcast_to(np.full((), value, dtype)[()], sizes)
 
 
@@ -146,38 +149,58 @@ def full(shape: Any, fill_value: Any, dtype: Any = None):
     in JAX, so ``jit(lambda x: full((2, 3), x))`` works; the dtype is NumPy's (the fill's).
     """
     from spmd.core.trace import Tracer, aval_of
+    from spmd.numpy.shaping import _sizes, astype, broadcast_to, reshape
     from spmd.runtime.array import Array
 
     dtype = None if dtype is None else check_dtype(dtype)
     if not isinstance(fill_value, (Array, Tracer)):
         if np.ndim(fill_value) == 0:
             return _filled("full", shape, fill_value, np.full((), fill_value, dtype).dtype)
-        return _put(np.full(shape, fill_value, dtype))
-    from spmd.numpy.shaping import astype, broadcast_to
+        fill = host_array(fill_value, "spmd.numpy.full: fill_value")
+        sizes = _sizes(shape, "full")
+        _fill_shape(aval_str(fill.shape, fill.dtype), fill.shape, sizes)
+        with allocating("full", sizes, fill.dtype if dtype is None else dtype):
+            return _put(np.full(sizes, fill, dtype))
 
     aval = aval_of(fill_value)
     if dtype is not None or aval.weak_type:  # NumPy's full gives a strong (concrete) dtype
         fill_value = astype(fill_value, aval.dtype if dtype is None else dtype)
+    sizes = _sizes(shape, "full")
+    kept = _fill_shape(str(aval), aval.shape, sizes)
+    return broadcast_to(reshape(fill_value, kept) if kept != aval.shape else fill_value, sizes)
+
+
+def _fill_shape(fill: str, fill_shape: tuple[int, ...], sizes: tuple[int, ...]) -> tuple:
+    """The shape ``full``'s fill_value takes: its own, less leading 1s beyond the result's
+    rank (NumPy copies it into the result, which broadcasts it so). It must broadcast to
+    ``sizes`` without widening them."""
+    extra = max(len(fill_shape) - len(sizes), 0)
+    kept = tuple(fill_shape[extra:])
     try:
-        return broadcast_to(fill_value, shape)
-    except ShapeError as error:
+        fits = np.broadcast_shapes(kept, sizes) == sizes and set(fill_shape[:extra]) <= {1}
+    except ValueError:
+        fits = False
+    if not fits:
         raise ShapeError(
-            f"spmd.numpy.full: fill_value {aval} does not fit shape {shape!r}; it must broadcast "
-            f"to the shape ({error})"
-        ) from None
+            f"spmd.numpy.full: fill_value {fill} does not fit shape {sizes}: it must broadcast "
+            f"to the shape, as NumPy's full copies it into every position. Give a scalar, or "
+            f"an array whose shape broadcasts to {sizes}."
+        )
+    return kept
 
 
 @takes_out_sharding
 def empty(shape: Any, dtype: Any = float):
-    return zeros(shape, dtype)
+    return _filled("empty", shape, 0, check_dtype(dtype))
 
 
-def _like(a: Any, dtype: Any, shape: Any) -> tuple[Any, Any]:
+def _like(a: Any, dtype: Any, shape: Any) -> tuple[Any, np.dtype]:
     """The shape and dtype of a ``*_like`` result: ``a``'s unless given."""
     from spmd.core.trace import aval_of
 
     aval = aval_of(a)
-    return aval.shape if shape is None else shape, aval.dtype if dtype is None else dtype
+    dtype = check_dtype(aval.dtype if dtype is None else dtype)
+    return (aval.shape if shape is None else shape), dtype
 
 
 @takes_out_sharding
@@ -185,7 +208,8 @@ def zeros_like(a: Any, dtype: Any = None, shape: Any = None):
     """``numpy.zeros_like``: zeros in the shape and dtype of ``a`` (or those given).
 
     Example: ``zeros_like(x, shape=(2, 3))``."""
-    return zeros(*_like(a, dtype, shape))
+    sizes, dtype = _like(a, dtype, shape)
+    return _filled("zeros_like", sizes, 0, dtype)
 
 
 @takes_out_sharding
@@ -193,13 +217,15 @@ def ones_like(a: Any, dtype: Any = None, shape: Any = None):
     """``numpy.ones_like``: ones in the shape and dtype of ``a`` (or those given).
 
     Example: ``ones_like(x, dtype=np.int8)``."""
-    return ones(*_like(a, dtype, shape))
+    sizes, dtype = _like(a, dtype, shape)
+    return _filled("ones_like", sizes, 1, dtype)
 
 
 @takes_out_sharding
 def empty_like(a: Any, dtype: Any = None, shape: Any = None):
     """``numpy.empty_like``; its values are zeros, as in JAX. Example: ``empty_like(x)``."""
-    return zeros(*_like(a, dtype, shape))
+    sizes, dtype = _like(a, dtype, shape)
+    return _filled("empty_like", sizes, 0, dtype)
 
 
 @takes_out_sharding
@@ -227,7 +253,8 @@ def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None):
         iota = _tracing() and _iota_params(start, stop, step, dtype)
         if iota:
             return iota_p.bind(**iota)
-        return _put(np.arange(start, stop, step, dtype=dtype))
+        with allocating("arange"):
+            return _put(np.arange(start, stop, step, dtype=dtype))
     except TypeError as error:
         call = f"arange({start!r}, {stop!r}, {step!r}"
         if dtype == np.bool_:
@@ -299,8 +326,9 @@ def linspace(
         values, step = _traced_linspace(start, stop, count, bool(endpoint), dtype, axis)
     else:
         start, stop = (np.asarray(v) if isinstance(v, Array) else v for v in (start, stop))
-        values, step = np.linspace(start, stop, count, endpoint, True, dtype, axis)
-        values, step = _put(values), _put(np.asarray(step))
+        with allocating("linspace"):
+            values, step = np.linspace(start, stop, count, endpoint, True, dtype, axis)
+            values, step = _put(values), _put(np.asarray(step))
     return (values, step) if retstep else values
 
 
@@ -345,7 +373,8 @@ def eye(N: int, M: int | None = None, k: int = 0, dtype: Any = float):
     n, m = _sizes((N, N if M is None else M), "eye", "(N, M)")
     k = as_int(k, "spmd.numpy.eye", "k")
     if not _tracing():
-        return _put(np.eye(n, m, k, dtype=dtype))
+        with allocating("eye", (n, m), dtype):
+            return _put(np.eye(n, m, k, dtype=dtype))
     rows, columns = arange(int(k), int(k) + n), arange(m)
     return (rows[:, None] == columns[None, :]).astype(dtype)
 
