@@ -8,8 +8,12 @@ and jit, shard_map and pmap span all of them.
 
 from __future__ import annotations
 
+import array
+import contextlib
 import os
+import stat
 import sys
+import time
 import traceback
 
 import numpy as np
@@ -125,7 +129,7 @@ def _end_job_on_uncaught_exceptions(comm) -> None:
             f"spmd: process {comm.Get_rank()} raised {kind.__name__}; ending all "
             f"{comm.Get_size()} processes.\n"
         )
-        sys.stderr.flush()
+        _hand_output_to_the_launcher()
         try:
             comm.Abort(1)
         except Exception:
@@ -133,3 +137,36 @@ def _end_job_on_uncaught_exceptions(comm) -> None:
             os._exit(1)
 
     sys.excepthook = hook
+
+
+def _hand_output_to_the_launcher(limit: float = 5.0) -> None:
+    """Flush Python's stdout and stderr, then wait (at most ``limit`` seconds) until the
+    launcher has read what this process wrote to them.
+
+    mpiexec reads each process's stdout and stderr from pipes and forwards them; on
+    MPI_Abort it exits at once, and what was still in a pipe is lost (hydra's proxy sometimes
+    forwards the abort before the traceback written just before it: the job then ends with
+    part of the traceback, or none). Output to a terminal or a file needs no wait."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(AttributeError, OSError, ValueError):  # replaced, or closed
+            stream.flush()
+    try:
+        import fcntl
+        import termios
+    except ImportError:  # not a POSIX system: nothing to ask the pipes
+        return
+
+    def unread(fd: int) -> int:
+        """Bytes written to pipe ``fd`` that its reader has not taken (0 if not a pipe)."""
+        count = array.array("i", [0])
+        try:
+            if not stat.S_ISFIFO(os.fstat(fd).st_mode):
+                return 0
+            fcntl.ioctl(fd, termios.FIONREAD, count, True)
+        except OSError:  # closed
+            return 0
+        return count[0]
+
+    deadline = time.monotonic() + limit
+    while any(unread(fd) for fd in (1, 2)) and time.monotonic() < deadline:
+        time.sleep(0.005)

@@ -62,6 +62,7 @@ def test_an_exception_on_one_process_ends_the_job_with_its_traceback():
     done, output, seconds = launch("raises", timeout=50)
     assert done.returncode != 0, output
     assert "ValueError: boom on process 1" in output, output
+    assert "process 1 printed this just before it raised" in output, output
     assert "process 1 raised ValueError; ending all 2 processes" in output, output
     assert seconds < 40, f"took {seconds:.1f} s; the collective timeout is 60 s"
 
@@ -101,3 +102,33 @@ def test_initialize_twice_or_after_devices_or_with_more_processes_than_mpi_is_an
     assert "OK initialize(num_processes=2) but MPI started 1 processes" in more.stdout, more.stderr
     alone = run_alone("import spmd\nspmd.distributed.initialize()\nprint(spmd.devices())")
     assert "CpuDevice(id=7)" in alone.stdout, alone.stderr
+
+
+HAND_OVER = (
+    "import sys, time\n"
+    "from spmd.distributed import _hand_output_to_the_launcher\n"
+    "print('written, not flushed', end='')\n"
+    "start = time.monotonic()\n"
+    "_hand_output_to_the_launcher(limit=1.0)\n"
+    "sys.stderr.write(f'{time.monotonic() - start:.3f}')\n"
+)
+
+
+def test_the_exit_hook_flushes_and_waits_until_the_launcher_has_read_the_output():
+    """MPI_Abort makes mpiexec exit at once, and what a process had written to its output
+    pipes that the launcher had not read yet was lost (the job's output came back empty now
+    and then). Before it aborts, the hook flushes and waits (a bounded time) for the reader."""
+    reader, writer = os.pipe()
+    with os.fdopen(reader) as pipe:
+        try:  # nobody reads stdout until the process ends: the hook waits its whole limit
+            done = subprocess.run([sys.executable, "-c", HAND_OVER], cwd=ROOT, stdout=writer,
+                                  stderr=subprocess.PIPE, text=True, timeout=60)  # fmt: skip
+        finally:
+            os.close(writer)
+        assert pipe.read() == "written, not flushed"
+    assert done.returncode == 0, done.stderr
+    assert float(done.stderr) >= 1.0, done.stderr
+    read = subprocess.run([sys.executable, "-c", HAND_OVER], cwd=ROOT, capture_output=True,
+                          text=True, timeout=60)  # fmt: skip
+    assert read.returncode == 0 and read.stdout == "written, not flushed", read.stderr
+    assert float(read.stderr) < 1.0, read.stderr  # read at once: no wait
