@@ -212,7 +212,7 @@ def test_computation_follows_data_sharding(capsys):
     assert drawings(capsys) == [GRID_4X2]
     assert w_copy.sharding == NamedSharding(mesh, P("a", "b"))
     xs = np.asarray(x)
-    np.testing.assert_allclose(np.asarray(w_copy), xs @ xs, rtol=1e-4, atol=1e-4)
+    assert_close_product(w_copy, xs @ xs, xs, xs)
 
 
 def print_exception(e):

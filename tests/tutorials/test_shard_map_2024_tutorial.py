@@ -39,6 +39,7 @@ from spmd.experimental.shard_map import shard_map
 from spmd.sharding import Mesh, NamedSharding
 from spmd.sharding import PartitionSpec as P
 from spmd.tree_util import tree_all, tree_map
+from tests.tolerance import assert_close_product
 from tests.tutorials.pictures import device_grids
 
 NO_MESH_UTILS = "no spmd.experimental.mesh_utils (create_device_mesh)"
@@ -596,7 +597,7 @@ def test_matmul_examples_all_gather_and_psum_scatter_give_lhs_at_rhs(capsys):
     out = matmul_allgather(lhs, rhs)
     print(jnp.allclose(out, lhs @ rhs, atol=1e-3, rtol=1e-3))
     assert spec_of(out) == ("i",)
-    np.testing.assert_allclose(np.asarray(out), expected, rtol=1e-5, atol=1e-5)
+    assert_close_product(out, expected, lhs, rhs)
 
     @jax.jit
     @partial(shard_map, mesh=mesh, in_specs=(lhs_spec, rhs_spec), out_specs=rhs_spec)
@@ -618,7 +619,7 @@ def test_matmul_examples_all_gather_and_psum_scatter_give_lhs_at_rhs(capsys):
 
     out = matmul_allgather_overlapped(lhs, rhs)
     print(jnp.allclose(out, lhs @ rhs, atol=1e-3, rtol=1e-3))
-    np.testing.assert_allclose(np.asarray(out), expected, rtol=1e-5, atol=1e-5)
+    assert_close_product(out, expected, lhs, rhs)
 
     @jax.jit
     @partial(shard_map, mesh=mesh, in_specs=(lhs_spec, rhs_spec), out_specs=rhs_spec)
@@ -647,7 +648,7 @@ def test_matmul_examples_all_gather_and_psum_scatter_give_lhs_at_rhs(capsys):
 
     out = matmul_allgather_overlapped_bidi(lhs, rhs)
     print(jnp.allclose(out, lhs @ rhs, atol=1e-3, rtol=1e-3))
-    np.testing.assert_allclose(np.asarray(out), expected, rtol=1e-5, atol=1e-5)
+    assert_close_product(out, expected, lhs, rhs)
 
     # Example 2: psum_scatter the result
     lhs_spec = P(None, "i")
@@ -664,7 +665,7 @@ def test_matmul_examples_all_gather_and_psum_scatter_give_lhs_at_rhs(capsys):
     out = matmul_psumscatter(lhs, rhs)
     print(jnp.allclose(out, lhs @ rhs, atol=1e-3, rtol=1e-3))
     assert spec_of(out) == ("i",)
-    np.testing.assert_allclose(np.asarray(out), expected, rtol=1e-5, atol=1e-5)
+    assert_close_product(out, expected, lhs, rhs)
 
     @partial(shard_map, mesh=mesh, in_specs=(lhs_spec, rhs_spec), out_specs=rhs_spec)
     def matmul_psumscatter_overlapped(lhs_block, rhs_block):
@@ -683,7 +684,7 @@ def test_matmul_examples_all_gather_and_psum_scatter_give_lhs_at_rhs(capsys):
 
     out = matmul_psumscatter_overlapped(lhs, rhs)
     print(jnp.allclose(out, lhs @ rhs, atol=1e-3, rtol=1e-3))
-    np.testing.assert_allclose(np.asarray(out), expected, rtol=1e-5, atol=1e-5)
+    assert_close_product(out, expected, lhs, rhs)
 
     @partial(shard_map, mesh=mesh, in_specs=(lhs_spec, rhs_spec), out_specs=rhs_spec)
     def matmul_psumscatter_overlapped_bidi(lhs_block, rhs_block):
@@ -710,7 +711,7 @@ def test_matmul_examples_all_gather_and_psum_scatter_give_lhs_at_rhs(capsys):
 
     out = matmul_psumscatter_overlapped_bidi(lhs, rhs)
     print(jnp.allclose(out, lhs @ rhs, atol=1e-3, rtol=1e-3))
-    np.testing.assert_allclose(np.asarray(out), expected, rtol=1e-5, atol=1e-5)
+    assert_close_product(out, expected, lhs, rhs)
 
     # JAX prints True for each of the six matmuls.
     assert capsys.readouterr().out == "True\n" * 6
