@@ -80,9 +80,7 @@ def test_spmd_memory_error_is_exported_with_the_other_errors():
 def test_full_refuses_a_fill_that_does_not_broadcast_naming_both_shapes(mode):
     with pytest.raises(ValueError):
         np.full((0, 0), np.array([False, False]))
-    with pytest.raises(
-        ShapeError, match=r"fill_value bool\[2\] does not fit shape \(0, 0\)"
-    ):
+    with pytest.raises(ShapeError, match=r"fill_value bool\[2\] does not fit shape \(0, 0\)"):
         run(mode, lambda fill: snp.full((0, 0), fill), np.array([False, False]))
 
 
@@ -149,3 +147,30 @@ def test_gelu_and_logsumexp_of_bools_and_integers_give_numpy_s_float_dtype(mode,
 def test_softmax_of_bools_is_refused_naming_the_argument():
     with pytest.raises(spmd.SpmdTypeError, match=r"softmax does not support bool\[2\].*astype"):
         spmd.nn.softmax(np.array([True, False]))
+
+
+# --- take from empty axes -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_take_with_an_empty_result_looks_at_no_index_as_numpy_does(mode):
+    cases = [  # (shape, indices, axis, take mode): NumPy gives an empty result, checking nothing
+        ((0, 0), [0], 1, "raise"),  # nothing before the axis: no index is looked at
+        ((0, 0), [5], 0, "clip"),  # an empty axis, but nothing to take from it either
+        ((3, 0), [-9], 0, "wrap"),
+        ((0, 2), [], 0, "wrap"),
+    ]
+    for shape, indices, axis, how in cases:
+        x, where = np.zeros(shape, np.float32), np.array(indices, np.int64)
+        expected = np.take(x, where, axis=axis, mode=how)
+        result = run(mode, lambda a, i, ax=axis, m=how: snp.take(a, i, axis=ax, mode=m), x, where)
+        assert_matches(result, expected)
+
+
+def test_take_refuses_a_non_empty_take_from_an_empty_axis_as_numpy_does():
+    with pytest.raises(IndexError):
+        np.take(np.zeros((0, 2)), [5], axis=0, mode="clip")
+    with pytest.raises(
+        spmd.SpmdIndexError, match=r"mode='clip' from axis 0 of size 0 of f64\[0,2\]"
+    ):
+        snp.take(np.zeros((0, 2)), [5], axis=0, mode="clip")

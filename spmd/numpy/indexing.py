@@ -8,6 +8,7 @@ out-of-range entries are clipped into range, as JAX does.
 
 from __future__ import annotations
 
+import math
 import operator
 from typing import Any
 
@@ -222,8 +223,18 @@ def take(a: Any, indices: Any, axis: int | None = None, mode: str | None = None)
             indices = indices.astype(np.intp)  # NumPy's take casts booleans to integers
     if isinstance(indices, Tracer) and indices.dtype.kind not in "iu":
         raise SpmdTypeError(f"spmd.numpy.take: indices must be integers; got {indices.aval}.")
-    if mode in ("wrap", "clip") and size == 0 and aval_of(indices).size:
-        raise SpmdIndexError(f"spmd.numpy.take: cannot take from axis {axis} of size 0.")
+    shape = (*aval.shape[:axis], *aval_of(indices).shape, *aval.shape[axis + 1 :])
+    if mode in ("wrap", "clip") and size == 0 and math.prod(shape):
+        raise SpmdIndexError(
+            f"spmd.numpy.take: cannot take {aval_of(indices).size} indices with mode={mode!r} "
+            f"from axis {axis} of size 0 of {aval}: there is nothing to wrap or clip to "
+            f"(NumPy refuses a non-empty take from an empty axis too). Take no indices, or "
+            f"from a non-empty axis."
+        )
+    if math.prod(aval.shape[:axis]) == 0 or (mode in ("wrap", "clip") and size == 0):
+        import spmd.numpy as snp  # an empty result, whose indices NumPy does not look at
+
+        return snp.zeros(shape, aval.dtype)
     if mode in ("wrap", "clip"):
         import spmd.numpy as snp
 
