@@ -123,8 +123,30 @@ def _power_operator(x: Any, y: Any):
     return power(x, y)  # noqa: F821
 
 
-def where(condition: Any, x: Any, y: Any):
-    """``numpy.where(condition, x, y)``: ``x`` where ``condition`` holds, else ``y``."""
+def where(
+    condition: Any,
+    x: Any = None,
+    y: Any = None,
+    /,
+    *,
+    size: int | None = None,
+    fill_value: Any = None,
+):
+    """``numpy.where(condition, x, y)``: ``x`` where ``condition`` holds, else ``y``.
+
+    ``where(condition)`` alone is ``nonzero(condition)``, with JAX's ``size=`` and
+    ``fill_value=`` for a traced ``condition``."""
+    if x is None and y is None:
+        from spmd.numpy.indexing import nonzero
+
+        return nonzero(asarray(condition), size=size, fill_value=fill_value)
+    if x is None or y is None or size is not None or fill_value is not None:
+        raise SpmdValueError(
+            "spmd.numpy.where: give both x and y (the elementwise choice) or neither (the "
+            "indices of condition's nonzero elements, where size= and fill_value= apply); got "
+            f"x={'set' if x is not None else 'None'}, y={'set' if y is not None else 'None'}, "
+            f"size={size!r}, fill_value={fill_value!r}."
+        )
     condition = _operand(condition, "spmd.numpy.where: condition")
     return where_p.bind(
         condition, _operand(x, "spmd.numpy.where: x"), _operand(y, "spmd.numpy.where: y")

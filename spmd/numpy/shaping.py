@@ -406,6 +406,14 @@ def roll(a: Any, shift: int | Sequence[int], axis: int | Sequence[int] | None = 
     return a
 
 
-def astype(x: Any, dtype: Any) -> Any:
-    """``numpy.astype``: convert to ``dtype``. Example: ``astype(x, np.float32)``."""
-    return convert_element_type_p.bind(x, new_dtype=check_dtype(dtype))
+def astype(x: Any, dtype: Any, /, *, copy: bool = True, device: Any = None) -> Any:
+    """``numpy.astype``: convert to ``dtype``. Example: ``astype(x, np.float32)``.
+
+    ``copy`` changes nothing (spmd Arrays are immutable); ``device`` (a Device or Sharding)
+    places the result there, as ``jax.numpy.astype`` does."""
+    converted = convert_element_type_p.bind(x, new_dtype=check_dtype(dtype))
+    if device is None:
+        return converted
+    from spmd.runtime.put import device_put
+
+    return device_put(converted, device)
