@@ -174,3 +174,20 @@ def test_take_refuses_a_non_empty_take_from_an_empty_axis_as_numpy_does():
         spmd.SpmdIndexError, match=r"mode='clip' from axis 0 of size 0 of f64\[0,2\]"
     ):
         snp.take(np.zeros((0, 2)), [5], axis=0, mode="clip")
+
+
+# --- einsum summing over an empty axis ------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_einsum_summing_over_an_empty_axis_is_zero_even_beside_nan(mode):
+    cases = [  # a pairwise contraction would multiply the empty sum (0) by NaN
+        ("i,->", np.zeros(0), np.array(np.nan)),
+        ("i,j->j", np.zeros(0), np.array([np.nan, 1.0])),
+        (",i,->", np.array(False), np.zeros(0, bool), np.array(np.nan + 1j, np.complex64)),
+    ]
+    for spec, *operands in cases:
+        expected = np.einsum(spec, *operands)
+        result = run(mode, lambda *xs, s=spec: snp.einsum(s, *xs), *operands)
+        assert_matches(result, expected)
+        assert not np.isnan(np.asarray(result)).any()

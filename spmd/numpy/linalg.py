@@ -13,6 +13,7 @@ from spmd.core.aval import ShapedArray, host_array
 from spmd.core.axes import normalize_axes
 from spmd.core.trace import aval_of
 from spmd.errors import ShapeError, SpmdTypeError, shape_str
+from spmd.numpy.creation import zeros_like
 from spmd.numpy.elementwise import multiply  # type: ignore[attr-defined]
 from spmd.numpy.placement import takes_out_sharding
 from spmd.numpy.shaping import astype, reshape
@@ -237,6 +238,16 @@ def _einsum_output(subscripts: str, labels: list[list[Hashable]], rank: int) -> 
 
 
 @takes_out_sharding
+def _sums_nothing(labels: Sequence[Labels], avals: Sequence[ShapedArray], output: Labels) -> bool:
+    """Whether a label summed over has size 0: NumPy's result is then 0, even where another
+    operand (which the pairwise contraction would multiply by that empty sum) holds NaN."""
+    return any(
+        n == 0 and t not in output
+        for group, aval in zip(labels, avals, strict=True)
+        for t, n in zip(group, aval.shape, strict=True)
+    )
+
+
 def einsum(subscripts: str, *operands: Any, optimize: Any = False):
     """``numpy.einsum`` with explicit or implicit output, ``...`` and broadcasting.
 
@@ -257,6 +268,8 @@ def einsum(subscripts: str, *operands: Any, optimize: Any = False):
     output = _einsum_output(subscripts, labels, rank)
     if len(ops) == 1:
         return _bind(ops, labels, output, "einsum")
+    if _sums_nothing(labels, avals, output):  # each element sums no products: 0, NaNs or not
+        ops = [zeros_like(x) for x in ops]
     if len(ops) > 2:  # NumPy multiplies and sums every operand in their common dtype
         dtype = np.result_type(*(a.dtype for a in avals))
         ops = [x if a.dtype == dtype else astype(x, dtype) for x, a in zip(ops, avals, strict=True)]
