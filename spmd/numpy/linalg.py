@@ -237,7 +237,6 @@ def _einsum_output(subscripts: str, labels: list[list[Hashable]], rank: int) -> 
     return output
 
 
-@takes_out_sharding
 def _sums_nothing(labels: Sequence[Labels], avals: Sequence[ShapedArray], output: Labels) -> bool:
     """Whether a label summed over has size 0: NumPy's result is then 0, even where another
     operand (which the pairwise contraction would multiply by that empty sum) holds NaN."""
@@ -248,6 +247,7 @@ def _sums_nothing(labels: Sequence[Labels], avals: Sequence[ShapedArray], output
     )
 
 
+@takes_out_sharding
 def einsum(subscripts: str, *operands: Any, optimize: Any = False):
     """``numpy.einsum`` with explicit or implicit output, ``...`` and broadcasting.
 
