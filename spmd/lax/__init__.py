@@ -21,6 +21,7 @@ from spmd.lax.slicing import (
     dynamic_index_in_dim,
     dynamic_slice,
     dynamic_slice_in_dim,
+    dynamic_update_index_in_dim,
     dynamic_update_slice,
     dynamic_update_slice_in_dim,
 )
@@ -33,6 +34,7 @@ __all__ = [
     "dynamic_index_in_dim",
     "dynamic_slice",
     "dynamic_slice_in_dim",
+    "dynamic_update_index_in_dim",
     "dynamic_update_slice",
     "dynamic_update_slice_in_dim",
     "fori_loop",

@@ -66,6 +66,13 @@ def dynamic_update_slice_in_dim(operand, update, start_index, axis):
     return dynamic_update_slice(operand, update, starts)
 
 
+def dynamic_update_index_in_dim(operand, update, index, axis):
+    operand, update = np.asarray(operand), np.asarray(update)
+    if update.ndim == operand.ndim - 1:
+        update = np.expand_dims(update, _axis(axis, operand.ndim))
+    return dynamic_update_slice_in_dim(operand, update, index, axis)
+
+
 def dynamic_index_in_dim(operand, index, axis=0, keepdims=True):
     block = dynamic_slice_in_dim(operand, index, 1, axis)
     return block if keepdims else np.squeeze(block, _axis(axis, np.ndim(operand)))
@@ -77,6 +84,7 @@ LAX = types.SimpleNamespace(
     dynamic_slice_in_dim=dynamic_slice_in_dim,
     dynamic_update_slice_in_dim=dynamic_update_slice_in_dim,
     dynamic_index_in_dim=dynamic_index_in_dim,
+    dynamic_update_index_in_dim=dynamic_update_index_in_dim,
 )
 
 

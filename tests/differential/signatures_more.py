@@ -342,6 +342,10 @@ def lax_call(draw, name: str):
     shape = list(x.shape)
     if -x.ndim <= ax < x.ndim:
         shape[ax] = draw(st.integers(0, n))
+        if name == "dynamic_update_index_in_dim":  # one index: the update has the axis or not
+            shape[ax] = 1
+            if draw(st.booleans()):
+                del shape[ax]
     update = draw(arrays(x.dtype, tuple(shape)))
     return make_call(f"lax.{name}", x, update, start, ax)
 
@@ -360,6 +364,7 @@ LAX_FUNCTIONS = (
     "dynamic_slice_in_dim",
     "dynamic_update_slice_in_dim",
     "dynamic_index_in_dim",
+    "dynamic_update_index_in_dim",
 )
 SIGS = [
     *[_sig(n, shape_call, n) for n in SHAPE_FUNCTIONS if n != "copy"],
