@@ -19,6 +19,7 @@ all-reduce; each sample is the mean of 200 calls), each with the headers and wit
 transport as it was before them (raw messages), taking turns in one run:
 
     .venv/bin/mpiexec -n 2 .venv/bin/python benchmarks/multiprocess.py checks
+    SPMD_BENCH_ROUNDS=40 .venv/bin/mpiexec -n 2 ...        (more turns, for small differences)
 
 ``layer``: ``sigmoid(x @ w + b)`` (x 2048×4096, w 4096×1024, b 1024, float32) under jit on a
 1-D mesh of every device, batch sharded (x split by rows) and contracting sharded (x split by
@@ -41,7 +42,8 @@ from collections.abc import Callable
 import numpy as np
 
 N = 25_000_000  # float32 elements per process in the psum: 100 MB
-ROUNDS, TURN = 8, 4  # each turn: TURN calls, the first not counted
+ROUNDS = int(os.environ.get("SPMD_BENCH_ROUNDS", "8"))  # more: steadier medians, longer runs
+TURN = 4  # each turn: TURN calls, the first not counted
 TINY = 200  # tiny calls per sample
 
 
