@@ -95,7 +95,7 @@ def _host(object: Any, dtype: np.dtype | None, fn: str, argument: str) -> np.nda
     except (OverflowError, TypeError, ValueError) as error:
         text = repr(object)
         text = text if len(text) <= 60 else text[:57] + "..."
-        raise _NUMPY_REFUSALS[type(error) if type(error) in _NUMPY_REFUSALS else ValueError](
+        raise _NUMPY_REFUSALS.get(type(error), SpmdValueError)(
             f"spmd.numpy.{fn}: {argument}={text} cannot become {dtype}: {error}. NumPy 2 "
             f"refuses this too; give values that {dtype} holds, or cast an array on purpose "
             f"(np.asarray({argument}).astype(np.{dtype}) wraps and truncates as NumPy's casts do)."
