@@ -44,7 +44,7 @@ class MpiTransport:
         self.count = self.comm.Get_size()
         self._sent = [0] * self.count  # messages sent to each process, and received from it
         self._received = [0] * self.count
-        self._landings: list[memoryview] = []  # where small messages land; one exchange at a time
+        self._landings: list[bytearray] = []  # where small messages land; one exchange at a time
 
     def exchange(
         self,
@@ -56,22 +56,8 @@ class MpiTransport:
         message behind a header that the receiver checks (spmd/runtime/messages.py). A small
         message travels with its header in one message; a large one right after it."""
         about = subject(current_speaker(), what)
-        incoming = []  # (request, peer, landing, expected header, buffer) per message received
         requests, peers, keep = [], [], []
-        for peer, buffer in recvs:
-            expected = about.header(self._received[peer], buffer)
-            self._received[peer] += 1
-            if buffer.nbytes <= SMALL_BYTES:  # room for any small message: never truncated
-                landing, tag = self._landing(len(incoming)), _PACKED
-            else:
-                landing, tag = memoryview(bytearray(HEADER_BYTES)), _HEADER
-                requests.append(self.comm.Irecv(_bytes(buffer), source=peer, tag=_DATA))
-                peers.append(peer)
-            request = self.comm.Irecv([landing, MPI.BYTE], source=peer, tag=tag)
-            incoming.append((request, peer, landing, expected, buffer))
-            requests.append(request)
-            peers.append(peer)
-        for peer, buffer in sends:
+        for peer, buffer in sends:  # first: a peer that waits gets its messages soonest
             header = about.header(self._sent[peer], buffer)
             self._sent[peer] += 1
             if buffer.nbytes <= SMALL_BYTES:
@@ -85,21 +71,38 @@ class MpiTransport:
             requests.append(self.comm.Isend([header, MPI.BYTE], dest=peer, tag=_HEADER))
             requests.append(self.comm.Isend(_bytes(buffer), dest=peer, tag=_DATA))
             peers += (peer, peer)
+        posted = []  # (request, peer, landing, sequence, buffer) per message received
+        for peer, buffer in recvs:
+            if buffer.nbytes <= SMALL_BYTES:  # room for any small message: never truncated
+                landing, tag = self._landing(len(posted)), _PACKED
+            else:
+                landing, tag = bytearray(HEADER_BYTES), _HEADER
+                requests.append(self.comm.Irecv(_bytes(buffer), source=peer, tag=_DATA))
+                peers.append(peer)
+            request = self.comm.Irecv([landing, MPI.BYTE], source=peer, tag=tag)
+            posted.append((request, peer, landing, self._received[peer], buffer))
+            self._received[peer] += 1
+            requests.append(request)
+            peers.append(peer)
+        incoming = [  # what each header should say, made while the messages travel
+            (request, peer, landing, about.header(sequence, buffer), buffer)
+            for request, peer, landing, sequence, buffer in posted
+        ]
         try:
             self._wait(requests, peers, what, incoming)
         except DistributedError:
             self._landings = []  # messages may still land in these: never reuse them
             raise
         for _, peer, landing, expected, buffer in incoming:
-            if bytes(landing[:HEADER_BYTES]) != expected:  # faster than comparing memoryviews
-                raise DistributedError(disagreement(self.index, peer, expected, landing.tobytes()))
+            if not landing.startswith(expected):
+                raise DistributedError(disagreement(self.index, peer, expected, bytes(landing)))
             if 0 < buffer.nbytes <= SMALL_BYTES:
                 buffer.data.cast("B")[:] = landing[HEADER_BYTES : HEADER_BYTES + buffer.nbytes]
 
-    def _landing(self, position: int) -> memoryview:
+    def _landing(self, position: int) -> bytearray:
         """The ``position``-th buffer small messages land in, made once and reused."""
         while len(self._landings) <= position:
-            self._landings.append(memoryview(bytearray(HEADER_BYTES + SMALL_BYTES)))
+            self._landings.append(bytearray(HEADER_BYTES + SMALL_BYTES))
         return self._landings[position]
 
     def _raw_exchange(self, sends, recvs, what: str, tag: int) -> None:
@@ -116,7 +119,7 @@ class MpiTransport:
         for request, peer, raw, expected, _ in incoming:
             while not request.Test() and time.monotonic() < deadline:
                 time.sleep(1e-4)
-            received = raw.tobytes() if request.Test() else self._unexpected(peer, raw.nbytes)
+            received = bytes(raw) if request.Test() else self._unexpected(peer, len(raw))
             if received is not None and received[:HEADER_BYTES] != expected:
                 raise DistributedError(disagreement(self.index, peer, expected, received))
 
