@@ -75,10 +75,16 @@ class Sig:
     """A public function and how to draw calls of it (``calls()`` is a strategy of Calls).
 
     ``modes``: the placements it runs in; ``plain_errors``: built-in exception types spmd may
-    raise (instead of an SpmdError) where NumPy raises too, with the reason (issue 22 lists them).
+    raise (instead of an SpmdError) where NumPy raises too, with the reason (issue 22 lists them);
+    ``form``: which of the function's forms, where it has two rows (``where(condition)``).
     """
 
     name: str
     calls: Callable[[], st.SearchStrategy]
     modes: tuple[str, ...] = MODES
     plain_errors: dict[str, str] = field(default_factory=dict)
+    form: str = ""
+
+    @property
+    def key(self) -> str:
+        return f"{self.name}({self.form})" if self.form else self.name

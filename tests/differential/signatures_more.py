@@ -216,6 +216,12 @@ def where(draw):
 
 
 @st.composite
+def where_condition(draw):
+    """The one-argument where(condition): nonzero's indices, of any dtype's truth."""
+    return make_call("where", _array(draw, min_dims=1))
+
+
+@st.composite
 def clip(draw):
     """clip(a, a_min, a_max) and clip(a, min=, max=) with array or scalar bounds, None too.
 
@@ -376,6 +382,7 @@ SIGS = [
     # which NumPy lacks, so the placements are the eager ones
     Sig("nonzero", nonzero, modes=("numpy_in", "eager", "sharded")),
     _sig("where", where),
+    Sig("where", where_condition, modes=("numpy_in", "eager", "sharded"), form="condition"),
     _sig("clip", clip),
     *[_sig(n, contraction, n) for n in ("dot", "matmul", "outer", "tensordot")],
     _sig("einsum", einsum),
