@@ -107,3 +107,76 @@ def test_negative_sizes_are_a_shape_error():
             make((2, -1))
         with pytest.raises(spmd.ShapeError, match=r"negative size"):
             spmd.jit(lambda make=make: make((2, -1)))()
+
+
+# ------------------------------------------------- eager creation with out_sharding=
+
+EAGER_FILLED = {  # name: (spmd call, NumPy call), each given shape, dtype, out_sharding
+    "zeros": (lambda s, d, o: snp.zeros(s, d, out_sharding=o), lambda s, d: np.zeros(s, d)),
+    "ones": (lambda s, d, o: snp.ones(s, d, out_sharding=o), lambda s, d: np.ones(s, d)),
+    "empty": (lambda s, d, o: snp.empty(s, d, out_sharding=o), lambda s, d: np.zeros(s, d)),
+    "full": (lambda s, d, o: snp.full(s, 7, d, out_sharding=o), lambda s, d: np.full(s, 7, d)),
+    "full, row fill": (
+        lambda s, d, o: snp.full(s, np.arange(s[-1]), d, out_sharding=o),
+        lambda s, d: np.full(s, np.arange(s[-1]), d),
+    ),
+    "zeros_like": (
+        lambda s, d, o: snp.zeros_like(np.ones(s, d), out_sharding=o),
+        lambda s, d: np.zeros(s, d),
+    ),
+    "ones_like": (
+        lambda s, d, o: snp.ones_like(np.ones(s, d), out_sharding=o),
+        lambda s, d: np.ones(s, d),
+    ),
+    "full_like": (
+        lambda s, d, o: snp.full_like(np.ones(s, d), 3, out_sharding=o),
+        lambda s, d: np.full(s, 3, d),
+    ),
+}
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("name", list(EAGER_FILLED))
+def test_eager_creation_with_out_sharding_equals_numpy_on_uneven_meshes(name, seed):
+    rng = np.random.default_rng(seed)
+    shape, names = MESHES[seed % len(MESHES)]
+    mesh = spmd.make_mesh(shape, names)
+    sizes = (int(rng.integers(0, 11)), int(rng.integers(1, 7)))  # uneven, empty blocks too
+    dtype = rng.choice([np.int8, np.uint16, np.float32, np.float64, np.complex64])
+    entries = [a if rng.random() < 0.7 else None for a in names[:2]]
+    spec = P(*entries)
+    make, reference = EAGER_FILLED[name]
+    result = make(sizes, dtype, NamedSharding(mesh, spec))
+    expected = reference(sizes, dtype)
+    assert result.sharding.spec == spec and result.dtype == expected.dtype
+    np.testing.assert_array_equal(np.asarray(result), expected)
+    for shard in result.addressable_shards:
+        np.testing.assert_array_equal(np.asarray(shard.data), expected[shard.index])
+
+
+def test_eager_creation_with_out_sharding_makes_only_the_blocks():
+    """zeros(out_sharding=) never holds the whole array on the host beside its blocks."""
+    import tracemalloc
+
+    mesh = spmd.make_mesh((8,), ("x",))
+    sharding = NamedSharding(mesh, P("x"))
+    total = 8 * 2**20  # 8 MiB of float64, 1 MiB a device
+    tracemalloc.start()
+    try:
+        result = snp.zeros((total // 8,), np.float64, out_sharding=sharding)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert result.sharding == sharding
+    assert peak < 1.5 * total, f"peak {peak} bytes for an array of {total}"
+
+
+def test_eager_creation_with_out_sharding_refuses_as_numpy_and_names_the_call():
+    mesh = spmd.make_mesh((8,), ("x",))
+    with pytest.raises(spmd.ShardingError, match=r"spmd\.numpy\.zeros\(out_sharding=\.\.\.\)"):
+        snp.zeros((3,), out_sharding=NamedSharding(mesh, P("x", None)))
+    with pytest.raises(spmd.SpmdOverflowError, match=r"full: fill_value=300 cannot become int8"):
+        snp.full((3,), 300, np.int8, out_sharding=NamedSharding(mesh, P("x")))
+    with pytest.raises(spmd.SpmdValueError, match=r"fill_value='a' cannot become int32"):
+        snp.full((3,), "a", np.int32)
+    assert snp.full((2,), 300.7, np.int8).tolist() == np.full((2,), 300.7, np.int8).tolist()

@@ -18,10 +18,10 @@ import numpy as np
 from spmd.errors import SpmdError, SpmdMemoryError, SpmdValueError, byte_str
 
 _FIX = (
-    "Shard it across devices, so that each device holds only its block: create it inside "
-    "spmd.jit with out_sharding=NamedSharding(mesh, P('x')) (each device then makes just its "
-    "block), or device_put it in pieces with a NamedSharding; or make it smaller, with a "
-    "smaller dtype (e.g. dtype=np.float32) or shape."
+    "Shard it across devices, so that each device holds only its block: create it with "
+    "out_sharding=NamedSharding(mesh, P('x')) (each device then makes just its block, eagerly "
+    "or inside spmd.jit), or device_put it in pieces with a NamedSharding; or make it smaller, "
+    "with a smaller dtype (e.g. dtype=np.float32) or shape."
 )
 
 

@@ -19,7 +19,9 @@ from spmd.errors import (
 from spmd.numpy.allocation import allocating
 from spmd.numpy.placement import takes_out_sharding
 from spmd.prims.creation import iota_p
-from spmd.runtime.put import device_put
+from spmd.runtime.constrain import constrain
+from spmd.runtime.construct import make_array_from_callback
+from spmd.runtime.put import as_sharding, device_put, layout_for
 
 
 def _put(value: np.ndarray):
@@ -32,16 +34,54 @@ def _tracing() -> bool:
     return current_trace() is not EVAL_TRACE
 
 
-def _filled(name: str, shape: Any, value: Any, dtype: Any):
-    """``numpy.full(shape, value, dtype)``; inside a trace, a broadcast of one element, which
-    each device expands to just its block when it runs."""
+def _filled(name: str, shape: Any, value: Any, dtype: Any, out_sharding: Any = None):
+    """``numpy.full(shape, value, dtype)`` (``value`` a scalar, or a host array that broadcasts
+    to ``shape``), laid out as ``out_sharding`` (the default device when None). Eagerly, each
+    device makes just its block; inside a trace, a scalar is a broadcast of one element, which
+    each device expands to its block when it runs."""
     from spmd.numpy.shaping import _sizes, broadcast_to
 
     sizes = _sizes(shape, name)
-    if not _tracing():
+    if np.ndim(value) == 0:
+        value = _scalar_fill(value, dtype, name)
+    if _tracing():
+        result = broadcast_to(np.full(np.shape(value), value, dtype)[()], sizes)
+        return _placed(result, out_sharding, name)
+    if out_sharding is None:
         with allocating(name, sizes, dtype):
             return _put(np.full(sizes, value, dtype))
-    return broadcast_to(np.full((), value, dtype)[()], sizes)
+
+    def block(index: tuple[slice, ...]) -> np.ndarray:
+        piece = value if np.ndim(value) == 0 else np.broadcast_to(value, sizes)[index]
+        return np.full(_block_shape(index, sizes), piece, dtype)
+
+    where = f"spmd.numpy.{name}(out_sharding=...)"
+    sharding = as_sharding(out_sharding, where)
+    layout_for(sharding, sizes, where)  # an error names this call, not the callback's
+    with allocating(name, sizes, dtype):
+        return make_array_from_callback(sizes, sharding, block)
+
+
+def _scalar_fill(value: Any, dtype: Any, name: str) -> np.generic:
+    """``value`` as ``numpy.full`` writes it into ``dtype``: cast as NumPy casts (300.7 into
+    int8 wraps), refused where NumPy 2 refuses (a Python 300 into int8, "a" into int32)."""
+    try:
+        return np.full((), value, dtype)[()]
+    except (OverflowError, TypeError, ValueError) as error:
+        raise _NUMPY_REFUSALS.get(type(error), SpmdValueError)(
+            f"spmd.numpy.{name}: fill_value={value!r:.60} cannot become {np.dtype(dtype)}: "
+            f"{error}. NumPy 2 refuses this too; give a fill that {np.dtype(dtype)} holds."
+        ) from None
+
+
+def _placed(result: Any, out_sharding: Any, name: str) -> Any:
+    if out_sharding is None:
+        return result
+    return constrain(result, out_sharding, f"spmd.numpy.{name}(out_sharding=...)")
+
+
+def _block_shape(index: tuple[slice, ...], sizes: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(len(range(*s.indices(n))) for s, n in zip(index, sizes, strict=True))
 
 
 @takes_out_sharding
@@ -131,18 +171,15 @@ def asarray(a: Any, dtype: Any = None):
     return _array(a, dtype, 0, "asarray", "a")
 
 
-@takes_out_sharding
-def zeros(shape: Any, dtype: Any = float):
-    return _filled("zeros", shape, 0, check_dtype(dtype))
+def zeros(shape: Any, dtype: Any = float, *, out_sharding: Any = None):
+    return _filled("zeros", shape, 0, check_dtype(dtype), out_sharding)
 
 
-@takes_out_sharding
-def ones(shape: Any, dtype: Any = float):
-    return _filled("ones", shape, 1, check_dtype(dtype))
+def ones(shape: Any, dtype: Any = float, *, out_sharding: Any = None):
+    return _filled("ones", shape, 1, check_dtype(dtype), out_sharding)
 
 
-@takes_out_sharding
-def full(shape: Any, fill_value: Any, dtype: Any = None):
+def full(shape: Any, fill_value: Any, dtype: Any = None, *, out_sharding: Any = None):
     """``numpy.full``: ``fill_value`` (a scalar, or an array that broadcasts) over ``shape``.
 
     An spmd Array or traced fill becomes ``broadcast_to(asarray(fill_value, dtype), shape)``, as
@@ -155,19 +192,21 @@ def full(shape: Any, fill_value: Any, dtype: Any = None):
     dtype = None if dtype is None else check_dtype(dtype)
     if not isinstance(fill_value, (Array, Tracer)):
         if np.ndim(fill_value) == 0:
-            return _filled("full", shape, fill_value, np.full((), fill_value, dtype).dtype)
+            fill = _scalar_fill(fill_value, dtype, "full")
+            return _filled("full", shape, fill, fill.dtype, out_sharding)
         fill = host_array(fill_value, "spmd.numpy.full: fill_value")
         sizes = _sizes(shape, "full")
-        _fill_shape(aval_str(fill.shape, fill.dtype), fill.shape, sizes)
-        with allocating("full", sizes, fill.dtype if dtype is None else dtype):
-            return _put(np.full(sizes, fill, dtype))
+        kept = _fill_shape(aval_str(fill.shape, fill.dtype), fill.shape, sizes)
+        fill_dtype = fill.dtype if dtype is None else dtype
+        return _filled("full", sizes, fill.reshape(kept), fill_dtype, out_sharding)
 
     aval = aval_of(fill_value)
     if dtype is not None or aval.weak_type:  # NumPy's full gives a strong (concrete) dtype
         fill_value = astype(fill_value, aval.dtype if dtype is None else dtype)
     sizes = _sizes(shape, "full")
     kept = _fill_shape(str(aval), aval.shape, sizes)
-    return broadcast_to(reshape(fill_value, kept) if kept != aval.shape else fill_value, sizes)
+    result = broadcast_to(reshape(fill_value, kept) if kept != aval.shape else fill_value, sizes)
+    return _placed(result, out_sharding, "full")
 
 
 def _fill_shape(fill: str, fill_shape: tuple[int, ...], sizes: tuple[int, ...]) -> tuple:
@@ -189,9 +228,8 @@ def _fill_shape(fill: str, fill_shape: tuple[int, ...], sizes: tuple[int, ...]) 
     return kept
 
 
-@takes_out_sharding
-def empty(shape: Any, dtype: Any = float):
-    return _filled("empty", shape, 0, check_dtype(dtype))
+def empty(shape: Any, dtype: Any = float, *, out_sharding: Any = None):
+    return _filled("empty", shape, 0, check_dtype(dtype), out_sharding)
 
 
 def _like(a: Any, dtype: Any, shape: Any) -> tuple[Any, np.dtype]:
@@ -203,37 +241,35 @@ def _like(a: Any, dtype: Any, shape: Any) -> tuple[Any, np.dtype]:
     return (aval.shape if shape is None else shape), dtype
 
 
-@takes_out_sharding
-def zeros_like(a: Any, dtype: Any = None, shape: Any = None):
+def zeros_like(a: Any, dtype: Any = None, shape: Any = None, *, out_sharding: Any = None):
     """``numpy.zeros_like``: zeros in the shape and dtype of ``a`` (or those given).
 
     Example: ``zeros_like(x, shape=(2, 3))``."""
     sizes, dtype = _like(a, dtype, shape)
-    return _filled("zeros_like", sizes, 0, dtype)
+    return _filled("zeros_like", sizes, 0, dtype, out_sharding)
 
 
-@takes_out_sharding
-def ones_like(a: Any, dtype: Any = None, shape: Any = None):
+def ones_like(a: Any, dtype: Any = None, shape: Any = None, *, out_sharding: Any = None):
     """``numpy.ones_like``: ones in the shape and dtype of ``a`` (or those given).
 
     Example: ``ones_like(x, dtype=np.int8)``."""
     sizes, dtype = _like(a, dtype, shape)
-    return _filled("ones_like", sizes, 1, dtype)
+    return _filled("ones_like", sizes, 1, dtype, out_sharding)
 
 
-@takes_out_sharding
-def empty_like(a: Any, dtype: Any = None, shape: Any = None):
+def empty_like(a: Any, dtype: Any = None, shape: Any = None, *, out_sharding: Any = None):
     """``numpy.empty_like``; its values are zeros, as in JAX. Example: ``empty_like(x)``."""
     sizes, dtype = _like(a, dtype, shape)
-    return _filled("empty_like", sizes, 0, dtype)
+    return _filled("empty_like", sizes, 0, dtype, out_sharding)
 
 
-@takes_out_sharding
-def full_like(a: Any, fill_value: Any, dtype: Any = None, shape: Any = None):
+def full_like(
+    a: Any, fill_value: Any, dtype: Any = None, shape: Any = None, *, out_sharding: Any = None
+):
     """``numpy.full_like``: ``fill_value`` (traced or not) in the shape and dtype of ``a`` (or
     those given). Example: ``full_like(x, 7, shape=(3,))``."""
     sizes, dtype = _like(a, dtype, shape)
-    return full(sizes, fill_value, dtype)
+    return full(sizes, fill_value, dtype, out_sharding=out_sharding)
 
 
 @takes_out_sharding
