@@ -17,7 +17,7 @@ from spmd.errors import (
     SpmdZeroDivisionError,
     TaskError,
 )
-from spmd.lax.constraints import reshard
+from spmd.lax.resharding import reshard
 from spmd.prims.indexing import SpmdIndexError
 from spmd.runtime import eager as _eager
 from spmd.runtime.array import Array, Shard

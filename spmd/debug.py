@@ -8,7 +8,7 @@ from typing import Any
 
 from spmd.core.aval import host_array
 from spmd.core.trace import Tracer
-from spmd.prims.constraint import inspect_sharding_p
+from spmd.prims.sharding_constraint import inspect_sharding_p
 from spmd.runtime.counting import CollectiveCounts, count_collectives
 from spmd.sharding.visualize import visualize_array_sharding, visualize_sharding
 

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from spmd.errors import ShardingError
-from spmd.lax.constraints import reshard
+from spmd.lax.resharding import reshard
 from spmd.sharding.abstract_mesh import axis_types_in_scope, get_abstract_mesh
 from spmd.sharding.mesh import AxisType
 

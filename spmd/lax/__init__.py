@@ -15,8 +15,8 @@ from spmd.lax.collectives import (
     psum_scatter,
     pvary,
 )
-from spmd.lax.constraints import reshard, with_sharding_constraint
 from spmd.lax.control import fori_loop, scan, stop_gradient
+from spmd.lax.resharding import reshard, with_sharding_constraint
 from spmd.lax.slicing import (
     dynamic_index_in_dim,
     dynamic_slice,

@@ -8,7 +8,7 @@ from typing import Any
 
 from spmd.core.trace import Tracer
 from spmd.errors import ShardingError
-from spmd.prims.constraint import sharding_constraint_p
+from spmd.prims.sharding_constraint import sharding_constraint_p
 from spmd.runtime.put import as_sharding, device_put, layout_for
 from spmd.sharding.named import NamedSharding
 

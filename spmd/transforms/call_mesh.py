@@ -18,7 +18,7 @@ from typing import Any
 
 from spmd.core.program import Program, Var
 from spmd.errors import ShardingError
-from spmd.prims.constraint import sharding_constraint_p
+from spmd.prims.sharding_constraint import sharding_constraint_p
 from spmd.runtime.array import Array
 from spmd.sharding.equivalent import devices_text, same_devices, split_on
 from spmd.sharding.mesh import Mesh

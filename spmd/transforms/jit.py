@@ -14,7 +14,7 @@ from spmd.core.interpret import compile_program
 from spmd.core.program import Program, Var
 from spmd.core.trace import EVAL_TRACE, ProgramTrace, aval_of, current_trace, tracing
 from spmd.errors import ShardingError, SpmdError, SpmdTypeError, plural
-from spmd.prims.constraint import inspect_sharding_p
+from spmd.prims.sharding_constraint import inspect_sharding_p
 from spmd.runtime.array import Array
 from spmd.runtime.constrain import constrain
 from spmd.runtime.eager import result_sharding

@@ -103,7 +103,7 @@ class _Builder:
 
     def lower_call(self, eqn: Equation, inputs: list, results) -> None:
         """Emit the steps of a per-device program's call (shard_map, pmap)."""
-        from spmd.transforms.manual import Held, Lowering
+        from spmd.transforms.per_device_lowering import Held, Lowering
 
         lowering = Lowering(self.part.mesh, self.part.steps)
         held = eqn.primitive.rules.per_device(lowering, eqn, [Held(a) for a in inputs])

@@ -4,8 +4,8 @@ The function is traced on one slice (the mapped axis removed) with its axis name
 A pmap called while tracing another pmap's function records a nested ``pmap`` equation;
 the outermost one collects the nested axis names and sizes and runs everything on a mesh
 whose axes are those names, one device per index. Like shard_map, a pmap is one equation
-with fixed layouts, lowered by the partitioner (spmd/transforms/manual.py): results stay
-split over the mapped devices, so chained pmaps move no data.
+with fixed layouts, lowered by the partitioner (spmd/transforms/per_device_lowering.py):
+results stay split over the mapped devices, so chained pmaps move no data.
 """
 
 from __future__ import annotations
@@ -29,10 +29,10 @@ from spmd.sharding.device import devices as all_devices
 from spmd.sharding.device import process_count
 from spmd.sharding.mesh import Mesh
 from spmd.sharding.rules import Decision, ValueSharding
-from spmd.transforms.manual import Held, Splits, splits_to_dims
+from spmd.transforms.per_device_lowering import Held, Splits, splits_to_dims
 from spmd.transforms.pmap_multihost import call_across_processes
 from spmd.transforms.pmap_rules import pmap_batch, pmap_jvp, pmap_transpose
-from spmd.transforms.replication import varying_axes
+from spmd.transforms.varying_axes import varying_axes
 from spmd.tree_util import tree_broadcast_prefix, tree_flatten, tree_unflatten
 
 _fresh_names = itertools.count()

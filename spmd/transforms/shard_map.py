@@ -5,7 +5,7 @@ concrete block, as JAX's eager shard_map does (spmd/transforms/blocks_trace.py).
 it is traced on block shapes, once per distinct set of block shapes (uneven splits give
 the tail devices smaller blocks; spmd/transforms/shard_map_bodies.py), and the call becomes
 one ``shard_map`` equation whose layouts are fixed by the specs: the partitioner brings the
-arguments to ``in_specs`` and emits the body per device (spmd/transforms/manual.py).
+arguments to ``in_specs`` and emits the body per device (spmd/transforms/per_device_lowering.py).
 """
 
 from __future__ import annotations
@@ -32,11 +32,11 @@ from spmd.sharding.reshard import value_layout
 from spmd.sharding.rules import Decision, ValueSharding
 from spmd.sharding.spec import PartitionSpec
 from spmd.transforms.blocks_trace import BlocksTracer, run_on_blocks
-from spmd.transforms.manual import Held
-from spmd.transforms.replication import varying_axes
+from spmd.transforms.per_device_lowering import Held
 from spmd.transforms.shard_map_bodies import check_collectives, close_bodies, split_axes
 from spmd.transforms.shard_map_rules import shard_map_batch, shard_map_jvp, shard_map_transpose
 from spmd.transforms.typeof import VaryingTypes
+from spmd.transforms.varying_axes import varying_axes
 from spmd.tree_util import tree_broadcast_prefix, tree_flatten, tree_unflatten
 
 Dims = tuple[tuple[str, ...], ...]

@@ -17,7 +17,7 @@ from spmd.core.aval import ShapedArray
 from spmd.core.interpret import eval_program
 from spmd.core.program import Equation, Literal, Program, Var
 from spmd.errors import ShapeError
-from spmd.prims.constraint import inspect_sharding_p, sharding_constraint_p
+from spmd.prims.sharding_constraint import inspect_sharding_p, sharding_constraint_p
 from spmd.tree_util import tree_leaves
 
 Bounds = tuple[tuple[int, int], ...]  # (start, stop) per dimension

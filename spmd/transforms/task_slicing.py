@@ -16,7 +16,7 @@ import numpy as np
 
 from spmd.core.program import Program, Var
 from spmd.errors import ShardingError, SpmdTypeError
-from spmd.sharding.slicing import Classes
+from spmd.sharding.dimension_classes import Classes
 
 Pieces = tuple[tuple[int, int], ...]  # (start, stop) in grains of a class
 

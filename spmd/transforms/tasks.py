@@ -2,7 +2,7 @@
 
 After Elixir Nx's sharding compiler: trace the function, tie every dimension of every value
 into classes by the same factor rules jit propagates shardings with (spmd/sharding/
-slicing.py), cut the classes the slicing asks for, and emit one task per block of the
+dimension_classes.py), cut the classes the slicing asks for, and emit one task per block of the
 results. A task reads exactly the argument slices its block needs, computes with the program
 rewritten for those shapes, and writes its block into the output holder. Tasks are plain
 data, so ``run_tasks`` may hand them to threads, processes or a Dask cluster.
@@ -23,8 +23,8 @@ from spmd.core.program import Program, Var
 from spmd.core.trace import ProgramTrace, aval_of, tracing
 from spmd.errors import ShardingError, SpmdTypeError, TaskError
 from spmd.runtime.cores import blas_threads, core_count
+from spmd.sharding.dimension_classes import Classes, dimension_classes
 from spmd.sharding.reshard import format_bytes
-from spmd.sharding.slicing import Classes, dimension_classes
 from spmd.transforms.task_program import (
     BlockWriter,
     Bounds,

@@ -14,7 +14,7 @@ from spmd.sharding.named import NamedSharding
 from spmd.sharding.propagate import propagate
 from spmd.sharding.rules import ValueSharding
 from spmd.transforms.blocks_trace import BlocksTracer
-from spmd.transforms.replication import varying_axes
+from spmd.transforms.varying_axes import varying_axes
 
 
 def typeof(x: Any) -> ArrayType:
