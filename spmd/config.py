@@ -36,6 +36,13 @@ def _positive_float(name: str, value: Any) -> float:
     return number
 
 
+def _backend_name(name: str, value: Any) -> str:
+    choices = ("numpy", "torch", "cupy", "array_api_strict")
+    if not isinstance(value, str) or value.strip().lower() not in choices:
+        raise ConfigError(f"{name} must be one of {', '.join(choices)}, got {value!r}.")
+    return value.strip().lower()
+
+
 def _always_true(why: str) -> Callable[[str, Any], bool]:
     """A JAX flag that spmd always has on: True is accepted, False is a clear error."""
 
@@ -58,6 +65,8 @@ class _Option:
 
 _OPTIONS = {
     "num_cpu_devices": _Option(8, "SPMD_NUM_CPU_DEVICES", _positive_int, "devices were created"),
+    # the array library devices compute with (spmd/backends/)
+    "backend": _Option("numpy", "SPMD_BACKEND", _backend_name, "devices were created"),
     # how long a process waits for its peers in a collective before it names them in an error
     "collective_timeout": _Option(60.0, "SPMD_COLLECTIVE_TIMEOUT", _positive_float),
     # the cores device work is scheduled for (None: those this process may run on)

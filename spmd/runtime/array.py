@@ -10,6 +10,7 @@ import numpy as np
 
 from spmd.core.methods import ArrayMethods
 from spmd.errors import DistributedError, SpmdTypeError, SpmdValueError, aval_str
+from spmd.runtime.buffers import host_view
 from spmd.runtime.pool import parallel_map
 from spmd.sharding.device import Device, process_index
 from spmd.sharding.layout import bounds_to_slices
@@ -56,7 +57,10 @@ class Array(ArrayMethods):
         self._sharding = sharding
         self._buffers = buffers
         self._shape = tuple(shape)
-        self._dtype = next(iter(buffers.values())).dtype if dtype is None else dtype
+        if dtype is None:
+            device, buffer = next(iter(buffers.items()))
+            dtype = device.library.dtype_of(buffer)
+        self._dtype = dtype
         self._npy_value = None
         return self
 
@@ -136,12 +140,17 @@ class Array(ArrayMethods):
                     )
                 held[block] = here[0]
             if len(held) == 1:
-                value = self._buffers[next(iter(held.values()))]
+                device = next(iter(held.values()))
+                value = np.asarray(host_view(device, self._buffers[device]))
+                if value.flags.writeable:  # a host copy (of a GPU buffer), or another library's
+                    value.flags.writeable = False
             else:
                 value = np.empty(self._shape, self._dtype)
 
                 def fill(block: tuple[int, ...]) -> None:
-                    value[bounds_to_slices(layout.bounds(block))] = self._buffers[held[block]]
+                    device = held[block]
+                    piece = host_view(device, self._buffers[device])
+                    value[bounds_to_slices(layout.bounds(block))] = piece
 
                 parallel_map(fill, held, self.nbytes)
                 value.flags.writeable = False
@@ -155,6 +164,22 @@ class Array(ArrayMethods):
         if copy or (dtype is not None and np.dtype(dtype) != self._dtype):
             return np.array(value, dtype=dtype, copy=True)
         return value.view()  # a view of a read-only owner can never be made writeable
+
+    def _only_buffer(self, what: str) -> Any:
+        if len(self._buffers) != 1:
+            raise SpmdTypeError(
+                f"{what} needs an Array on one device, but this one has {len(self._buffers)} "
+                f"shards here; take one shard's data (x.addressable_shards[0].data)."
+            )
+        return next(iter(self._buffers.values()))
+
+    def __dlpack__(self, **kwargs) -> Any:
+        """The device buffer, without a copy, for ``torch.from_dlpack`` or
+        ``cupy.from_dlpack`` (of an Array on one device, as ``shard.data`` is)."""
+        return self._only_buffer("__dlpack__").__dlpack__(**kwargs)
+
+    def __dlpack_device__(self) -> tuple:
+        return self._only_buffer("__dlpack_device__").__dlpack_device__()
 
     def _scalar(self, kind: type) -> Any:
         """``kind(self)`` as the installed NumPy converts, its refusal as an SpmdError."""

@@ -10,6 +10,7 @@ import numpy as np
 from spmd.core.aval import host_array
 from spmd.errors import DistributedError, ShapeError, ShardingError, SpmdTypeError
 from spmd.runtime.array import Array
+from spmd.runtime.buffers import on_devices
 from spmd.runtime.put import as_sharding, frozen, layout_for, local_holders
 from spmd.sharding.device import Device, process_count, process_index
 from spmd.sharding.layout import canonical_shape
@@ -164,7 +165,7 @@ def make_array_from_process_local_data(
 def _assemble(sharding: Sharding, buffers: dict, shape: tuple[int, ...]) -> Array:
     if not buffers:
         raise ShardingError("the sharding has no device in this process to hold data")
-    return Array._from_buffers(sharding, buffers, shape)
+    return Array._from_buffers(sharding, on_devices(buffers), shape)
 
 
 def _index_str(index: tuple[slice, ...]) -> str:

@@ -11,7 +11,8 @@ import numpy as np
 from spmd.core.primitive import Primitive
 from spmd.core.trace import aval_of
 from spmd.runtime.array import Array
-from spmd.sharding.device import default_device
+from spmd.runtime.buffers import host_view, on_device
+from spmd.sharding.device import Device, default_device
 from spmd.sharding.named import NamedSharding, Sharding, SingleDeviceSharding
 from spmd.sharding.spec import PartitionSpec
 
@@ -34,18 +35,59 @@ def to_host(x: Any) -> Any:
     return np.asarray(x) if isinstance(x, Array) else x
 
 
-def wrap_results(values: Sequence[Any], avals: Sequence[Any], inputs: Sequence[Any], who) -> list:
+def _device_of(args: Sequence[Any]) -> Device:
+    """Where an eager operation runs: the device of its first Array on one device (the
+    default device when none is)."""
+    for a in args:
+        if type(a) is Array and len(a._buffers) == 1:
+            return next(iter(a._buffers))
+    return default_device()
+
+
+def _operand(x: Any, device: Device) -> Any:
+    """``x`` as ``device``'s implementation takes it: its own buffer, a Python scalar, or a
+    host value moved there."""
+    if type(x) is Array and x._buffers.keys() == {device}:
+        return x._buffers[device]
+    if type(x) in (bool, int, float, complex):
+        return x
+    value = to_host(x)
+    return value if device.backend == "numpy" else on_device(device, np.asarray(value))
+
+
+def _kept(value: Any, operands: Sequence[Any], device: Device) -> Any:
+    """A result as an Array may hold it: read-only, and never a caller's own array."""
+    if device.backend == "numpy" and any(value is op for op in operands):
+        return np.array(value, copy=True)  # an operation that gave back its operand
+    return device.library.freeze(value)
+
+
+def wrap_results(
+    values: Sequence[Any],
+    avals: Sequence[Any],
+    inputs: Sequence[Any],
+    who,
+    device: Device,
+    operands: Sequence[Any] = (),
+) -> list:
     from spmd.runtime.put import device_put
 
+    library = device.library
     results = []
     for value, aval in zip(values, avals, strict=True):
-        value = np.asarray(value)
-        if value.dtype != aval.dtype or value.shape != aval.shape:
+        if not library.is_buffer(value):  # a scalar (NumPy gives them for 0-d results)
+            value = on_device(device, np.asarray(value, aval.dtype))
+        if library.dtype_of(value) != aval.dtype or tuple(value.shape) != aval.shape:
             raise RuntimeError(
-                f"internal error in {who}: computed {value.dtype}{list(value.shape)} but its "
-                f"shape rule promised {aval}; please report this."
+                f"internal error in {who}: computed {library.dtype_of(value)}"
+                f"{list(value.shape)} but its shape rule promised {aval}; please report this."
             )
-        results.append(device_put(value, result_sharding(inputs, aval.shape)))
+        sharding = result_sharding(inputs, aval.shape)
+        if sharding.device_set == {device}:
+            kept = _kept(value, operands, device)
+            results.append(Array._from_buffers(sharding, {device: kept}, aval.shape, aval.dtype))
+        else:
+            results.append(device_put(np.asarray(host_view(device, value)), sharding))
     return results
 
 
@@ -79,7 +121,9 @@ def run_eagerly(primitive: Primitive, args: tuple, params: dict) -> Any:
             return _one_equation(primitive, key)(*args)
     avals = [aval_of(a) for a in args]
     out_avals = primitive.rules.shape(*avals, **params)
-    out = primitive.rules.impl(np, *[to_host(a) for a in args], **params)
+    device = _device_of(args)
+    operands = [_operand(a, device) for a in args]
+    out = primitive.rules.impl(device.library.xp, *operands, **params)
     if primitive.multiple_results:
-        return wrap_results(out, out_avals, args, primitive)
-    return wrap_results([out], [out_avals], args, primitive)[0]
+        return wrap_results(out, out_avals, args, primitive, device, operands)
+    return wrap_results([out], [out_avals], args, primitive, device, operands)[0]

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import math
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -24,6 +25,7 @@ import numpy as np
 
 from spmd.core.program import Literal, Var
 from spmd.runtime.array import Array
+from spmd.runtime.buffers import host_view, on_device
 from spmd.runtime.collectives import run_collective
 from spmd.runtime.communicator import Communicator, communicator_for
 from spmd.runtime.cores import blas_threads, contractions_one_at_a_time, core_count, observed
@@ -73,6 +75,7 @@ def execute(
     that never touched it, as NumPy arrays). ``name`` (``jit(f)``) is what messages to
     other processes say they belong to."""
     program, mesh = part.program, part.mesh
+    devices = mesh.devices.flat
     prepared = _prepared(part)
     positions, comm = prepared.positions, prepared.comm
     if prepared.speakers is None:
@@ -105,7 +108,7 @@ def execute(
             with speaking_for(prepared.speakers.get(index, EAGER)):
                 env[step.output] = _collective(step, env, mesh, positions, comm)
         elif isinstance(step, PerDevice):
-            env[step.var] = {p: step.values[p] for p in positions}
+            env[step.var] = {p: on_device(devices[p], step.values[p]) for p in positions}
         elif isinstance(step, Alias):
             env[step.dst] = env[step.src]
         elif isinstance(step, FromHost):
@@ -114,7 +117,7 @@ def execute(
                 env[step.var] = dict.fromkeys(positions, value)
             else:
                 value = np.asarray(value)
-                env[step.var] = {p: value[step.slices[p]] for p in positions}
+                env[step.var] = {p: on_device(devices[p], value[step.slices[p]]) for p in positions}
         else:
             with speaking_for(prepared.speakers.get(index, EAGER)):
                 env[step.dst] = _reshard(step, env[step.src], mesh, comm)
@@ -163,17 +166,16 @@ def _as_array(sharding: NamedSharding, buffers: dict, aval, mesh) -> Array:
     owned = {}
     devices = mesh.devices.flat
     for position, buffer in buffers.items():
-        buffer = np.asarray(buffer)
-        if buffer.dtype != aval.dtype:
+        device = devices[position]
+        library = device.library
+        if not library.is_buffer(buffer):  # a scalar (NumPy gives them for 0-d results)
+            buffer = on_device(device, np.asarray(buffer, aval.dtype))
+        if library.dtype_of(buffer) != aval.dtype:
             raise RuntimeError(
-                f"internal error: a device computed {buffer.dtype}{list(buffer.shape)} for "
-                f"{aval}; please report this."
+                f"internal error: a device computed {library.dtype_of(buffer)}"
+                f"{list(buffer.shape)} for {aval}; please report this."
             )
-        if buffer.flags.writeable:
-            if not buffer.flags.owndata and buffer.base is not None:
-                buffer = buffer.copy()  # a view of something someone else may write to
-            buffer.flags.writeable = False
-        owned[devices[position]] = buffer
+        owned[device] = library.freeze(buffer)
     return Array._from_buffers(sharding, owned, aval.shape, aval.dtype)
 
 
@@ -262,8 +264,9 @@ def _prepared(part: Partitioned) -> _Prepared:
     if found is None:
         last_use = _last_uses(part)
         reuse = _reuse_plan(part, last_use)
+        library = part.mesh.devices.flat[0].library
         calls = {
-            index: _call(step, index, reuse.get(index), last_use)
+            index: _call(step, index, reuse.get(index), last_use, library)
             for index, step in enumerate(part.steps)
             if isinstance(step, Compute)
         }
@@ -272,16 +275,18 @@ def _prepared(part: Partitioned) -> _Prepared:
     return found
 
 
-def _call(step: Compute, index: int, reuse: int | None, last_use: dict[Var, int]):
-    """``(env, position) -> None``: run step ``index`` for one device, its dispatch decided
-    once, and let go of that device's values that die there."""
+def _call(step: Compute, index: int, reuse: int | None, last_use: dict[Var, int], library):
+    """``(env, position) -> None``: run step ``index`` for one device with its backend's
+    array namespace, its dispatch decided once, and let go of that device's values that die
+    there."""
     rules = step.eqn.primitive.rules
-    direct = rules.ufunc is not None and reuse is None and not any(step.params)
-    fn = rules.ufunc if direct else functools.partial(rules.impl, np)
+    xp = library.xp
+    direct = xp is np and rules.ufunc is not None and reuse is None and not any(step.params)
+    fn = rules.ufunc if direct else functools.partial(rules.impl, xp)
     if rules.calls_blas:
         fn = observed(fn)
     getters = [
-        (lambda env, position, value=a.value: value)
+        _constant(_literal(a.value, library))
         if isinstance(a, Literal)
         else (lambda env, position, var=a: env[var][position])
         for a in step.inputs
@@ -306,6 +311,18 @@ def _call(step: Compute, index: int, reuse: int | None, last_use: dict[Var, int]
     return call
 
 
+def _constant(value: Any):
+    return lambda env, position: value
+
+
+def _literal(value: Any, library) -> Any:
+    """A literal as device code takes it: Python scalars stay (they promote weakly), NumPy
+    values become the backend's arrays."""
+    if library.xp is np or type(value) in _PYTHON_SCALARS:
+        return value
+    return library.from_numpy(np.asarray(value), 0)
+
+
 def _run_segment(segment: list[tuple[Compute, Any]], env: dict, positions: tuple[int, ...]) -> None:
     """Run consecutive per-device equations for this process's devices: one task per
     device on the thread pool when there is enough data, inline otherwise. Contractions
@@ -315,7 +332,10 @@ def _run_segment(segment: list[tuple[Compute, Any]], env: dict, positions: tuple
     count = len(positions)
     first = positions[0]
     first_inputs = [a for s, _ in segment for a in s.inputs if isinstance(a, Var) and a in env]
-    nbytes = sum(np.asarray(env[v][first]).nbytes for v in dict.fromkeys(first_inputs)) * count
+    nbytes = count * sum(
+        math.prod(np.shape(env[v][first])) * v.aval.dtype.itemsize
+        for v in dict.fromkeys(first_inputs)
+    )
     for step, _ in segment:
         for var in step.outputs:
             env[var] = {}
@@ -352,13 +372,15 @@ def _run_calls(segment: list[tuple[Compute, Any]], env: dict, position: int) -> 
 
 
 def _by_device(buffers: dict, mesh: Mesh) -> dict:
+    """This process's blocks by device, as NumPy arrays (the Communicator's)."""
     devices = mesh.devices.flat
-    return {devices[p]: b for p, b in buffers.items()}
+    return {devices[p]: host_view(devices[p], b) for p, b in buffers.items()}
 
 
 def _by_position(buffers: dict, mesh: Mesh, positions: Sequence[int]) -> dict:
+    """The Communicator's results back on their devices, by mesh position."""
     devices = mesh.devices.flat
-    return {p: buffers[devices[p]] for p in positions}
+    return {p: on_device(devices[p], buffers[devices[p]]) for p in positions}
 
 
 def _reshard(step: Reshard, buffers: dict, mesh: Mesh, comm: Communicator) -> dict:
@@ -383,12 +405,15 @@ def _reshard(step: Reshard, buffers: dict, mesh: Mesh, comm: Communicator) -> di
 
 def _collective(step: Collective, env: dict, mesh: Mesh, positions, comm: Communicator) -> dict:
     atom = step.input
+    devices = mesh.devices.flat
     if isinstance(atom, Literal):
         value = np.asarray(atom.value, atom.aval.dtype)
-        buffers = dict.fromkeys(positions, value)
+        held = {devices[p]: value for p in positions}
     else:
-        buffers = {p: np.asarray(b, atom.aval.dtype) for p, b in env[atom].items()}
-    held = _by_device(buffers, mesh)
+        held = {
+            devices[p]: np.asarray(host_view(devices[p], b), atom.aval.dtype)
+            for p, b in env[atom].items()
+        }
     if step.name == "broadcast":
         out = comm.broadcast(held, device_groups(mesh, step.params["axes"]), 0)
     else:

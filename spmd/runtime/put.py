@@ -10,6 +10,7 @@ import numpy as np
 from spmd.core.aval import host_array
 from spmd.errors import ShapeError, ShardingError, SpmdTypeError, aval_str
 from spmd.runtime.array import Array
+from spmd.runtime.buffers import host_views, on_device, on_devices
 from spmd.runtime.communicator import communicator_for
 from spmd.runtime.messages import Speaker, speaking_for
 from spmd.runtime.pool import parallel_map
@@ -148,7 +149,7 @@ def _put_one(x: Any, sharding: Sharding | None, argument: str) -> Array:
     )
     buffers = {}
     for devices, buffer in zip(holders.values(), blocks, strict=True):
-        buffers.update(dict.fromkeys(devices, buffer))
+        buffers.update((d, on_device(d, buffer)) for d in devices)
     return Array._from_buffers(sharding, buffers, value.shape, value.dtype)
 
 
@@ -176,14 +177,11 @@ def adopt(value: np.ndarray, sharding: Sharding, where: Placement, foreign: Sequ
             flags.writeable = False
         else:
             value = frozen(value)
-    if len(where) == 1 and where[0][0] is None:  # the whole value, on its devices
-        buffers = dict.fromkeys(where[0][1], value)
-    else:
-        buffers = {}
-        for index, devices in where:
-            buffer = value if index is None else value[index]
-            for device in devices:
-                buffers[device] = buffer
+    buffers = {}
+    for index, devices in where:
+        buffer = value if index is None else value[index]
+        for device in devices:
+            buffers[device] = on_device(device, buffer)
     return Array._from_buffers(sharding, buffers, value.shape, value.dtype)
 
 
@@ -199,9 +197,9 @@ def reshard(x: Array, sharding: Sharding, argument: str = "x") -> Array:
         return Array._from_buffers(sharding, x._buffers, x.shape, x.dtype)
     devices = tuple(dict.fromkeys((*src.devices, *dst.devices)))
     with speaking_for(Speaker("device_put", operation="reshard", value=aval_str(x.shape, x.dtype))):
-        moved = communicator_for(devices).exchange(x._buffers, src, dst, x.dtype)
+        moved = communicator_for(devices).exchange(host_views(x._buffers), src, dst, x.dtype)
     here = process_index()
-    buffers = {d: moved[d] for d in dst.devices if d.process_index == here}
+    buffers = on_devices({d: moved[d] for d in dst.devices if d.process_index == here})
     return Array._from_buffers(sharding, buffers, x.shape, x.dtype)
 
 

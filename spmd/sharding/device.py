@@ -1,10 +1,12 @@
-"""Devices and processes: every process's virtual CPU devices, and the queries over them."""
+"""Devices and processes: every process's virtual CPU devices and its GPUs, each computing with
+its backend (spmd/backends/), and the queries over them."""
 
 from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
 
+from spmd.backends import Backend, backend_named, gpu_backend
 from spmd.config import config
 from spmd.errors import ShardingError, SpmdTypeError
 
@@ -44,15 +46,21 @@ def devices_listed() -> bool:
 
 
 class Device:
-    """One device of the mesh: holds shard buffers and runs one copy of the per-device program."""
+    """One device of the mesh: holds shard buffers and runs one copy of the per-device program,
+    with its ``library`` (the Backend; ``backend`` is its name, as "numpy" or "torch")."""
 
     platform: str = ""
     device_kind: str = ""
-    __slots__ = ("_hash", "id", "process_index")
+    __slots__ = ("_hash", "backend", "id", "library", "local_index", "process_index")
 
-    def __init__(self, id: int, process_index: int = 0) -> None:
+    def __init__(
+        self, id: int, process_index: int = 0, library: Backend | None = None, local_index: int = 0
+    ) -> None:
         self.id = id
         self.process_index = process_index
+        self.library = library if library is not None else backend_named("numpy")
+        self.backend = self.library.name
+        self.local_index = local_index  # which of this process's devices of its platform
         self._hash = hash((self.platform, id))  # devices key every buffer lookup
 
     def __repr__(self) -> str:
@@ -81,24 +89,58 @@ class CpuDevice(Device):
     __slots__ = ()
 
 
+class GpuDevice(Device):
+    """One GPU of this process, computing with CuPy or PyTorch's CUDA tensors."""
+
+    platform = "gpu"
+    device_kind = "gpu"
+    __slots__ = ()
+
+
+def _backend_choice() -> str:
+    return config._freeze("backend")
+
+
 @functools.cache
 def _cpu_devices() -> tuple[CpuDevice, ...]:
     count = config._freeze("num_cpu_devices")
+    chosen = _backend_choice()
+    library = backend_named("numpy" if chosen == "cupy" else chosen)
     counts = _process.device_counts or (count,)
     owners = [p for p, n in enumerate(counts) for _ in range(n)]
-    return tuple(CpuDevice(i, p) for i, p in enumerate(owners))
+    first = {p: owners.index(p) for p in set(owners)}
+    return tuple(CpuDevice(i, p, library, i - first[p]) for i, p in enumerate(owners))
+
+
+@functools.cache
+def _gpu_devices() -> tuple[GpuDevice, ...]:
+    """This process's GPUs (a job of several processes lists each process's own only)."""
+    library = gpu_backend(_backend_choice())
+    if library is None:
+        return ()
+    return tuple(
+        GpuDevice(i, _process.index, library, i) for i in range(library.device_count())
+    )
 
 
 def devices(platform: str | None = None) -> list[Device]:
-    """All devices of all processes, ordered by id (process by process).
+    """All devices of all processes, ordered by id (process by process): those of the chosen
+    backend's platform, or of ``platform`` ("cpu" or "gpu").
 
     Example: ``spmd.devices()`` → ``[CpuDevice(id=0), …, CpuDevice(id=7)]``.
     """
-    if platform not in (None, "cpu"):
+    if platform is None:
+        platform = "gpu" if _backend_choice() == "cupy" else "cpu"
+    if platform == "cpu":
+        return list(_cpu_devices())
+    found = list(_gpu_devices()) if platform == "gpu" else []
+    if not found:
+        here = "'cpu' and 'gpu'" if _gpu_devices() else "'cpu' (no GPU with CuPy or PyTorch)"
         raise SpmdTypeError(
-            f"devices(platform={platform!r}): no such platform here. Available platforms: 'cpu'."
+            f"devices(platform={platform!r}): no such platform here. Available platforms: "
+            f"{here}."
         )
-    return list(_cpu_devices())
+    return found
 
 
 def local_devices(process_index: int | None = None) -> list[Device]:
@@ -149,4 +191,4 @@ def check_device(value: object, argument: str) -> Device:
 
 @functools.cache
 def _known_devices() -> frozenset[Device]:
-    return frozenset(devices())
+    return frozenset((*_cpu_devices(), *_gpu_devices()))

@@ -27,11 +27,11 @@ from spmd.core.trace import (
     tracing,
 )
 from spmd.prims.collective import COLLECTIVES, axis_index_p
-from spmd.runtime.array import Array
+from spmd.runtime.buffers import host_view, on_device
 from spmd.runtime.collectives import run_collective
 from spmd.runtime.communicator import communicator_for
 from spmd.runtime.messages import Speaker, fingerprint, speaking_for
-from spmd.sharding.device import process_index
+from spmd.sharding.device import Device, process_index
 from spmd.sharding.device_program import written_collective
 from spmd.sharding.mesh import Mesh
 
@@ -62,8 +62,10 @@ class BlocksTrace(Trace):
             return x.blocks
         if isinstance(x, Tracer):
             raise x._escaped("in a shard_map body running on concrete blocks")
-        value = np.asarray(x) if isinstance(x, Array) else x  # a closed-over value: replicated
-        return [value] * len(self.devices)
+        if type(x) in (bool, int, float, complex):
+            return [x] * len(self.devices)
+        value = np.asarray(x)  # a closed-over value: replicated
+        return [on_device(d, value) for d in self.devices]
 
     def process(self, primitive: Primitive, args: tuple, params: dict) -> Any:
         if not self.active:
@@ -88,28 +90,35 @@ class BlocksTrace(Trace):
         else:
             out_varying = [frozenset().union(*varying)] * len(out_avals)
         tracers = [
-            BlocksTracer(self, aval, [_as_dtype(b, aval) for b in blocks], v)
+            BlocksTracer(self, aval, self._as_dtype(blocks, aval), v)
             for aval, blocks, v in zip(out_avals, results, out_varying, strict=True)
         ]
         return tracers if primitive.multiple_results else tracers[0]
 
+    def _as_dtype(self, blocks: list, aval: ShapedArray) -> list:
+        return [_as_dtype(b, aval, d) for b, d in zip(blocks, self.devices, strict=True)]
+
     def _per_block(self, primitive: Primitive, operands: list, params: dict, count: int):
         impl = primitive.rules.impl
         per_position = []
-        for blocks in zip(*operands, strict=True) if operands else [()] * len(self.devices):
-            out = impl(np, *blocks, **params)
+        each = zip(*operands, strict=True) if operands else [()] * len(self.devices)
+        for device, blocks in zip(self.devices, each, strict=True):
+            out = impl(device.library.xp, *blocks, **params)
             per_position.append(list(out) if primitive.multiple_results else [out])
         return [[outs[k] for outs in per_position] for k in range(count)]
 
     def _collective(self, primitive: Primitive, blocks: list, aval, params: dict) -> list:
-        buffers = {d: np.asarray(b) for d, b in zip(self.devices, blocks, strict=True)}
+        buffers = {
+            d: np.asarray(host_view(d, b), aval.dtype)
+            for d, b in zip(self.devices, blocks, strict=True)
+        }
         shapes = [aval.shape] * self.mesh.size
         written = written_collective(primitive.name, params)
         speaker = Speaker(self.name, fingerprint(self.name), self.collectives, written, f"{aval}")
         self.collectives += 1
         with speaking_for(speaker):
             out = run_collective(primitive.name, params, buffers, shapes, self.mesh, self.comm)
-        return [out[d] for d in self.devices]
+        return [on_device(d, out[d]) for d in self.devices]
 
     def coordinates(self) -> list[tuple[int, ...]]:
         """The mesh coordinates of this process's positions."""
@@ -128,13 +137,15 @@ class BlocksTrace(Trace):
         return index
 
 
-def _as_dtype(block: Any, aval: ShapedArray) -> np.ndarray:
-    """A block as an array of the dtype the shape rule promised (NumPy's promotion of a
-    0-d operand can differ from the rule's weak typing)."""
-    block = np.asarray(block)
-    if block.dtype != aval.dtype:
-        block = block.astype(aval.dtype)
-    if block.shape != aval.shape:
+def _as_dtype(block: Any, aval: ShapedArray, device: Device) -> Any:
+    """A block as an array of ``device`` of the dtype the shape rule promised (NumPy's
+    promotion of a 0-d operand can differ from the rule's weak typing)."""
+    library = device.library
+    if not library.is_buffer(block):  # a scalar (NumPy gives them for 0-d results)
+        block = on_device(device, np.asarray(block, aval.dtype))
+    if library.dtype_of(block) != aval.dtype:
+        block = library.astype(block, aval.dtype)
+    if tuple(block.shape) != aval.shape:
         raise RuntimeError(
             f"internal error: a shard_map block of shape {block.shape} where the shape rule "
             f"promised {aval}; please report this."

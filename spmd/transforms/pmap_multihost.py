@@ -20,6 +20,7 @@ from spmd.core.aval import host_array
 from spmd.core.trace import aval_of
 from spmd.errors import ShapeError, ShardingError
 from spmd.runtime.array import Array
+from spmd.runtime.buffers import on_device
 from spmd.runtime.communicator import communicator_for
 from spmd.runtime.messages import Speaker, speaking_for
 from spmd.runtime.put import frozen, local_holders
@@ -124,7 +125,8 @@ def _rows_array(sharding, value: np.ndarray, shape, axis: int, offset: int) -> A
             slice(a - offset, b - offset) if dim == axis else slice(a, b)
             for dim, (a, b) in enumerate(layout.bounds(block))
         )
-        buffers.update(dict.fromkeys(devices, frozen(value[index])))
+        block = frozen(value[index])
+        buffers.update((d, on_device(d, block)) for d in devices)
     return Array._from_buffers(sharding, buffers, shape, value.dtype)
 
 

@@ -16,6 +16,7 @@ import numpy as np
 
 from spmd.errors import ShapeError, SpmdTypeError
 from spmd.runtime.array import Array
+from spmd.runtime.buffers import on_device
 from spmd.runtime.put import device_put
 from spmd.sharding.device import default_device, local_devices
 from spmd.sharding.mesh import Mesh
@@ -150,22 +151,20 @@ def _stacked(blocks: list, devices: list, mesh: Mesh, k: int) -> Array:
     """One Array of shape (devices, *block) whose device ``i`` holds ``blocks[i]``."""
     buffers = {}
     for i, (block, device) in enumerate(zip(blocks, devices, strict=True)):
-        on_device = isinstance(block, Array) and block.sharding.device_set == {device}
-        value = block._buffers[device] if on_device else np.array(block)
-        buffers[device] = value
-        if value.shape != buffers[devices[0]].shape or value.dtype != buffers[devices[0]].dtype:
-            first = buffers[devices[0]]
+        held = isinstance(block, Array) and block.sharding.device_set == {device}
+        value = block._buffers[device] if held else on_device(device, np.array(block))
+        buffers[device] = device.library.freeze(value)
+        kind = (tuple(value.shape), device.library.dtype_of(value))
+        first = buffers[devices[0]]
+        first_kind = (tuple(first.shape), devices[0].library.dtype_of(first))
+        if kind != first_kind:
             raise ShapeError(
-                f"pmap_shards: argument {k} is {value.dtype}{list(value.shape)} on device {i} "
-                f"but {first.dtype}{list(first.shape)} on device 0; every device needs blocks "
-                f"of one shape and dtype."
+                f"pmap_shards: argument {k} is {kind[1]}{list(kind[0])} on device {i} "
+                f"but {first_kind[1]}{list(first_kind[0])} on device 0; every device needs "
+                f"blocks of one shape and dtype."
             )
     first = buffers[devices[0]]
-    views = {}
-    for d, v in buffers.items():
-        view = v.reshape(1, *v.shape)
-        view.flags.writeable = False
-        views[d] = view
+    views = {d: d.library.xp.reshape(v, (1, *v.shape)) for d, v in buffers.items()}
     shape = (len(devices), *first.shape)
     sharding = NamedSharding(mesh, PartitionSpec(SHARD_AXIS))
-    return Array._from_buffers(sharding, views, shape, first.dtype)
+    return Array._from_buffers(sharding, views, shape, devices[0].library.dtype_of(first))

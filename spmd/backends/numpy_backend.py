@@ -1,0 +1,43 @@
+"""The default backend: NumPy arrays in this process's memory, the buffers themselves."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from spmd.backends.base import Backend
+
+
+class NumpyBackend(Backend):
+    name = "numpy"
+    platform = "cpu"
+    xp = np
+
+    def from_numpy(self, array: np.ndarray, index: int) -> np.ndarray:
+        return array
+
+    def to_numpy(self, buffer: Any) -> np.ndarray:
+        return buffer
+
+    def freeze(self, buffer: np.ndarray) -> np.ndarray:
+        if buffer.flags.writeable:
+            if not buffer.flags.owndata and buffer.base is not None:
+                buffer = buffer.copy()  # a view of something someone else may write to
+            buffer.flags.writeable = False
+        return buffer
+
+    def is_buffer(self, value: Any) -> bool:
+        return type(value) is np.ndarray
+
+    def dtype_of(self, buffer: np.ndarray) -> np.dtype:
+        return buffer.dtype
+
+    def native_dtype(self, dtype: np.dtype) -> np.dtype:
+        return np.dtype(dtype)
+
+    def astype(self, buffer: np.ndarray, dtype: np.dtype) -> np.ndarray:
+        return buffer.astype(dtype)
+
+
+BACKEND = NumpyBackend()

@@ -1,0 +1,43 @@
+"""Device buffers seen from the host: each device's buffers are its backend's arrays
+(spmd/backends/), and what lays blocks out (device_put, the Communicator, gathering an Array)
+reads and writes them as NumPy arrays, sharing memory wherever the device is this process's
+memory (NumPy, PyTorch on CPU, array_api_strict)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from spmd.sharding.device import Device
+
+
+def host_view(device: Device, buffer: Any) -> np.ndarray:
+    """``buffer`` of ``device`` as a NumPy array, only to be read (a scalar stays one)."""
+    if device.backend == "numpy" or not device.library.is_buffer(buffer):
+        return buffer
+    return device.library.to_numpy(buffer)
+
+
+def on_device(device: Device, array: np.ndarray) -> Any:
+    """``array`` as a buffer of ``device``. On NumPy devices it is ``array`` itself, which
+    nobody may write to after; other libraries share only read-only memory (a writeable
+    array is someone's who may still write to it, so it is copied)."""
+    if device.backend == "numpy":
+        return array
+    if isinstance(array, np.ndarray) and array.flags.writeable:
+        array = np.array(array, copy=True)
+    return device.library.from_numpy(np.asarray(array), device.local_index)
+
+
+def host_views(buffers: dict[Device, Any]) -> dict[Device, np.ndarray]:
+    return {d: host_view(d, b) for d, b in buffers.items()}
+
+
+def on_devices(arrays: dict[Device, np.ndarray]) -> dict[Device, Any]:
+    return {d: on_device(d, a) for d, a in arrays.items()}
+
+
+def frozen_on(device: Device, buffer: Any) -> Any:
+    """``buffer`` (a device's own array, just computed) kept read-only from now on."""
+    return device.library.freeze(buffer)
