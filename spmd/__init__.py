@@ -18,6 +18,7 @@ from spmd.errors import (
     TaskError,
 )
 from spmd.lax.resharding import reshard
+from spmd.numpy import methods as _methods
 from spmd.prims.indexing import SpmdIndexError
 from spmd.runtime import eager as _eager
 from spmd.runtime.array import Array, Shard
@@ -61,9 +62,11 @@ from spmd.tree_util import tree_map  # JAX's old top-level alias, which tutorial
 __version__ = "0.1.0"
 
 # The layers meet here, so that none imports one above it: values outside any trace are
-# evaluated by runtime/, which runs sharded operands through jit.
+# evaluated by runtime/, which runs sharded operands through jit; the operators and methods
+# that Arrays and tracers share (core's ArrayMethods) are spmd.numpy's.
 EvalTrace.evaluate = staticmethod(_eager.run_eagerly)
 _eager.compile_function = jit
+_methods.install()
 
 __all__ = [
     "Array",

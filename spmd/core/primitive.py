@@ -6,6 +6,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from spmd.core.trace import current_trace
+
 
 @dataclass(frozen=True)
 class Rules:
@@ -73,8 +75,6 @@ class Primitive:
         return primitive_named, (self.name,)
 
     def bind(self, *args: Any, **params: Any) -> Any:
-        from spmd.core.trace import current_trace
-
         return current_trace().process(self, args, params)
 
     def __repr__(self) -> str:

@@ -9,7 +9,6 @@ from typing import Any
 import numpy as np
 
 from spmd.core.aval import ShapedArray
-from spmd.core.primitive import Primitive
 
 _ids = itertools.count()
 
@@ -35,7 +34,7 @@ Atom = Var | Literal
 
 @dataclass(eq=False)
 class Equation:
-    primitive: Primitive
+    primitive: Any  # a Primitive (spmd/core/primitive.py, which lies above this module)
     inputs: list[Atom]
     outputs: list[Var]
     params: dict[str, Any]

@@ -9,9 +9,12 @@ import numpy as np
 
 from spmd.core.aval import ShapedArray, host_array, python_scalar_aval
 from spmd.core.methods import ArrayMethods
-from spmd.core.primitive import Primitive
 from spmd.core.program import Equation, Literal, Program, Var
 from spmd.errors import SpmdError, SpmdTypeError
+
+# Primitives (spmd/core/primitive.py) bind through the current trace defined here, so this
+# module takes them as they come (``Primitive`` below is a name for the reader, not an import).
+Primitive = Any
 
 _PYTHON_SCALARS = frozenset({bool, int, float, complex})  # exact types: np.float64 is strong
 

@@ -9,8 +9,9 @@ from typing import Any
 
 import numpy as np
 
-from spmd.core.aval import check_dtype
+from spmd.core.aval import check_dtype, host_array
 from spmd.core.axes import as_int, as_ints, normalize_axes, normalize_axis
+from spmd.core.methods import ArrayMethods
 from spmd.core.trace import aval_of
 from spmd.errors import ShapeError, SpmdTypeError, SpmdValueError
 from spmd.numpy.placement import takes_out_sharding
@@ -140,6 +141,18 @@ def ravel(a: Any, order: str = "C") -> Any:
         return _host_put(np.ravel(a, order="K"))  # NumPy's memory order of its strides
     order = _order(a, order, "ravel", _ORDERS)
     return reshape(a, (-1,), order=order)
+
+
+def _spmd_value(a: Any, fn: str) -> Any:
+    """``a`` as ``asarray`` makes it (spmd/numpy/creation.py, which imports this module): an
+    Array or traced value as it is, a list of them stacked, a host value put on a device."""
+    if isinstance(a, ArrayMethods):
+        return a
+    if isinstance(a, (list, tuple)) and any(isinstance(x, ArrayMethods) for x in a):
+        return stack([_spmd_value(x, fn) for x in a])
+    from spmd.runtime.put import device_put
+
+    return device_put(host_array(a, f"spmd.numpy.{fn}: a"))
 
 
 def _host_put(value: np.ndarray) -> Any:
@@ -374,9 +387,7 @@ def repeat(a: Any, repeats: int | Sequence[int], axis: int | None = None) -> Any
 def roll(a: Any, shift: int | Sequence[int], axis: int | Sequence[int] | None = None) -> Any:
     """``numpy.roll``: elements shifted along ``axis`` (flattened if None), those pushed off
     one end coming back at the other. Example: ``roll(x, 1)``."""
-    from spmd.numpy.creation import asarray
-
-    a = asarray(a)  # an spmd Array also when nothing moves
+    a = _spmd_value(a, "roll")  # an spmd Array also when nothing moves
     aval = aval_of(a)
     if axis is None:
         return reshape(roll(ravel(a), shift, 0), aval.shape)
