@@ -118,9 +118,7 @@ def _gpu_devices() -> tuple[GpuDevice, ...]:
     library = gpu_backend(_backend_choice())
     if library is None:
         return ()
-    return tuple(
-        GpuDevice(i, _process.index, library, i) for i in range(library.device_count())
-    )
+    return tuple(GpuDevice(i, _process.index, library, i) for i in range(library.device_count()))
 
 
 def devices(platform: str | None = None) -> list[Device]:
@@ -137,8 +135,7 @@ def devices(platform: str | None = None) -> list[Device]:
     if not found:
         here = "'cpu' and 'gpu'" if _gpu_devices() else "'cpu' (no GPU with CuPy or PyTorch)"
         raise SpmdTypeError(
-            f"devices(platform={platform!r}): no such platform here. Available platforms: "
-            f"{here}."
+            f"devices(platform={platform!r}): no such platform here. Available platforms: {here}."
         )
     return found
 
