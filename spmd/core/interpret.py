@@ -17,9 +17,10 @@ def eval_program(program: Program, consts: Sequence[Any], args: Sequence[Any], x
     """Run ``program`` on ``consts`` and ``args`` with the array namespace ``xp``.
 
     Each value is let go at its last use, and an elementwise equation writes its result into
-    an operand that dies there when ``buffer_reuse`` allows it, so that a chain of steps
-    holds two arrays at a time, not one per step. Python scalars stay Python scalars, so
-    NumPy gives them its weak (NEP 50) promotion.
+    an operand that dies there when ``buffer_reuse`` allows it (NumPy only: ``out=``), so
+    that a chain of steps holds two arrays at a time, not one per step. Python scalars stay
+    Python scalars, so NumPy gives them its weak (NEP 50) promotion; a NumPy literal becomes
+    an array of ``xp`` when ``xp`` is not NumPy.
     """
     env: dict = {}
     env.update(zip(program.constvars, consts, strict=True))
@@ -28,9 +29,16 @@ def eval_program(program: Program, consts: Sequence[Any], args: Sequence[Any], x
     if plan is None:
         plan = _PLANS[program] = buffer_reuse(program)
     last_use, reuse = plan
+    if xp is not np:
+        reuse = {}  # ``out=`` is NumPy's
 
-    def read(atom):
-        return atom.value if isinstance(atom, Literal) else env[atom]
+        def read(atom):
+            return literal_value(atom.value, xp) if isinstance(atom, Literal) else env[atom]
+
+    else:
+
+        def read(atom):
+            return atom.value if isinstance(atom, Literal) else env[atom]
 
     for index, eqn in enumerate(program.equations):
         inputs = [read(a) for a in eqn.inputs]
@@ -44,6 +52,15 @@ def eval_program(program: Program, consts: Sequence[Any], args: Sequence[Any], x
             if isinstance(atom, Var) and last_use.get(atom) == index:
                 env.pop(atom, None)
     return [read(atom) for atom in program.outvars]
+
+
+def literal_value(value: Any, xp) -> Any:
+    """A Literal's value for the namespace ``xp``: Python scalars as they are (weakly typed),
+    NumPy scalars and arrays as arrays of ``xp`` of their dtype (NumPy: as they are)."""
+    if xp is np or not isinstance(value, np.ndarray | np.generic):
+        return value
+    name = "bool" if value.dtype == np.bool_ else value.dtype.name
+    return xp.asarray(value, dtype=getattr(xp, name))
 
 
 def buffer_reuse(program: Program) -> tuple[dict[Var, int], dict[int, int]]:
@@ -92,7 +109,7 @@ def compile_program(program: Program, xp=np) -> Callable[..., list]:
     def name_of(atom) -> str:
         if isinstance(atom, Literal):
             key = f"lit{len(scope)}"
-            scope[key] = atom.value
+            scope[key] = literal_value(atom.value, xp)
             return key
         return names[atom]
 

@@ -21,6 +21,7 @@ from spmd.core.aval import ShapedArray
 from spmd.core.primitive import Primitive, Rules
 from spmd.core.trace import aval_of
 from spmd.errors import ShapeError, SpmdTypeError, aval_str
+from spmd.prims import namespace
 from spmd.prims.derivatives import bind, convert
 from spmd.sharding.rules import Factors, parse_factors
 
@@ -129,24 +130,32 @@ def _plan(subscripts: str, shape_x: tuple[int, ...], shape_y: tuple[int, ...]) -
 def _einsum_impl(xp, *arrays, subscripts: str):
     # NumPy casts every operand to the result dtype before it multiplies and sums: a bool
     # operand summed on its own would otherwise be reduced with ``or`` (True + True is True).
-    arrays = tuple(xp.asarray(a) for a in arrays)
-    dtype = np.result_type(*(a.dtype for a in arrays))
-    arrays = tuple(a.astype(dtype, copy=False) for a in arrays)
+    numpy = xp is np
+    if numpy:
+        arrays = tuple(np.asarray(a) for a in arrays)
+        dtype = np.result_type(*(a.dtype for a in arrays))
+        arrays = tuple(a.astype(dtype, copy=False) for a in arrays)
+    else:
+        dtype = np.result_type(*(namespace.numpy_dtype(xp, a) for a in arrays))
+        arrays = tuple(namespace.asarray(xp, a, dtype) for a in arrays)
+    one = np.einsum if numpy else functools.partial(namespace.einsum_one, xp)
     if len(arrays) == 1:
-        return xp.einsum(subscripts, arrays[0])
+        return one(subscripts, arrays[0])
     x, y = arrays
-    plan = _plan(subscripts, x.shape, y.shape)
+    plan = _plan(subscripts, tuple(x.shape), tuple(y.shape))
     if plan.reduce_x is not None:
-        x = xp.einsum(plan.reduce_x, x)
+        x = one(plan.reduce_x, x)
     if plan.reduce_y is not None:
-        y = xp.einsum(plan.reduce_y, y)
+        y = one(plan.reduce_y, y)
+    transpose = np.transpose if numpy else xp.permute_dims
     if plan.order_x is not None:
-        x = xp.transpose(x, plan.order_x)
+        x = transpose(x, plan.order_x)
     if plan.order_y is not None:
-        y = xp.transpose(y, plan.order_y)
-    product = xp.matmul(xp.reshape(x, plan.grouped_x), xp.reshape(y, plan.grouped_y))
+        y = transpose(y, plan.order_y)
+    x, y = xp.reshape(x, plan.grouped_x), xp.reshape(y, plan.grouped_y)
+    product = np.matmul(x, y) if numpy else namespace.matmul(xp, x, y)
     product = xp.reshape(product, plan.product)
-    return product if plan.order_out is None else xp.transpose(product, plan.order_out)
+    return product if plan.order_out is None else transpose(product, plan.order_out)
 
 
 def einsum_factors(*, subscripts: str) -> tuple[str, tuple[str, ...]]:

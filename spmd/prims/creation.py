@@ -7,6 +7,7 @@ import numpy as np
 
 from spmd.core.aval import ShapedArray
 from spmd.core.primitive import Primitive, Rules
+from spmd.prims.namespace import dtype_for
 from spmd.sharding.rules import Factors
 
 
@@ -15,7 +16,9 @@ def _iota_shape(*, size: int, start: int, step: int, dtype: np.dtype) -> ShapedA
 
 
 def _iota_impl(xp, *, size: int, start: int, step: int, dtype: np.dtype):
-    return xp.arange(start, start + step * size, step, dtype=dtype)
+    if xp is np:
+        return np.arange(start, start + step * size, step, dtype=dtype)
+    return xp.arange(start, start + step * size, step, dtype=dtype_for(xp, dtype))
 
 
 def _iota_sharding(ins, outs, **params) -> Factors:

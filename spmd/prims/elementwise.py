@@ -11,6 +11,7 @@ from spmd.core.aval import ShapedArray, result_dtype
 from spmd.core.primitive import Primitive, Rules
 from spmd.core.trace import aval_of
 from spmd.errors import ShapeError, SpmdTypeError, SpmdValueError
+from spmd.prims import ufuncs
 from spmd.prims.derivatives import (
     bind,
     convert,
@@ -258,8 +259,12 @@ def elementwise(name: str, ufunc: np.ufunc) -> Primitive:
     def shape(*avals: ShapedArray) -> ShapedArray:
         return ShapedArray(broadcast_shape(name, avals), _ufunc_dtype(name, ufunc, avals))
 
+    generic = partial(ufuncs.generic_ufunc, ufunc, name)
+
     def impl(xp, *args, out=None):
-        fn = getattr(xp, ufunc.__name__)
+        if xp is not np:
+            return generic(xp, *args)
+        fn = getattr(np, ufunc.__name__)
         return fn(*args) if out is None else fn(*args, out=out)
 
     checked = VALUE_CHECKED.get(name)
@@ -378,17 +383,33 @@ def _logistic_shape(x: ShapedArray) -> ShapedArray:
 def _logistic(xp, x, out=None):
     """``1 / (1 + exp(-x))``, JAX's formula, in four passes over one buffer; ``exp`` may
     overflow to inf, which gives the right limit, 0. float16 is computed in float32."""
-    x = xp.asarray(x)
+    if xp is not np:
+        dtype = ufuncs.loop_dtypes(np.exp, (ufuncs.result_dtype(xp, x),))[-1]
+        return ufuncs.logistic(xp, x, dtype)
+    x = np.asarray(x)
     if x.dtype.kind in "biu":
         x = x.astype(_ufunc_dtype("sigmoid", np.exp, (ShapedArray(x.shape, x.dtype),)))
     if x.dtype == np.float16:
-        return _logistic(xp, x.astype(np.float32)).astype(np.float16)
-    t = xp.empty_like(x) if out is None else out
+        return _logistic(np, x.astype(np.float32)).astype(np.float16)
+    t = np.empty_like(x) if out is None else out
     with np.errstate(over="ignore"):
-        xp.negative(x, out=t)
-        xp.exp(t, out=t)
-        xp.add(t, 1, out=t)
-        return xp.reciprocal(t, out=t)
+        np.negative(x, out=t)
+        np.exp(t, out=t)
+        np.add(t, 1, out=t)
+        return np.reciprocal(t, out=t)
+
+
+def _where(xp, c, x, y):
+    if xp is np:
+        return np.where(c, x, y)
+    return ufuncs.where(xp, c, x, y, ufuncs.result_dtype(xp, x, y))
+
+
+def _round(xp, x, *, decimals):
+    if xp is np:
+        return np.round(x, decimals)
+    source = ufuncs.result_dtype(xp, x)
+    return ufuncs.round_(xp, x, decimals, np.dtype(np.float16) if source == np.bool_ else source)
 
 
 logistic_p = Primitive(
@@ -405,7 +426,7 @@ where_p = Primitive(
     "where",
     Rules(
         shape=_where_shape,
-        impl=lambda xp, c, x, y: xp.where(c, x, y),
+        impl=_where,
         sharding=broadcasting(),
         **derivative_rules("where", unary=False),
     ),
@@ -414,7 +435,7 @@ round_p = Primitive(
     "round",
     Rules(
         shape=_round_shape,
-        impl=lambda xp, x, *, decimals: xp.round(x, decimals),
+        impl=_round,
         sharding=broadcasting(),
         **derivative_rules("round", unary=True),
     ),
@@ -434,7 +455,7 @@ real_p = Primitive(
     "real",
     Rules(
         shape=_part_shape,
-        impl=lambda xp, x: xp.real(x),
+        impl=lambda xp, x: np.real(x) if xp is np else ufuncs.real(xp, x),
         sharding=broadcasting("one"),
         **derivative_rules("real", unary=True),
     ),
@@ -443,7 +464,7 @@ imag_p = Primitive(
     "imag",
     Rules(
         shape=_part_shape,
-        impl=lambda xp, x: xp.imag(x),
+        impl=lambda xp, x: np.imag(x) if xp is np else ufuncs.imag(xp, x),
         sharding=broadcasting("one"),
         **derivative_rules("imag", unary=True),
     ),

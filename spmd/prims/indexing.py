@@ -10,7 +10,7 @@ everything else is static.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
 
 import numpy as np
 
@@ -18,50 +18,14 @@ from spmd.core.aval import ShapedArray
 from spmd.core.primitive import Primitive, Rules
 from spmd.core.trace import aval_of
 from spmd.errors import ShapeError, SpmdError, SpmdTypeError, shape_str
+from spmd.prims import namespace
 from spmd.prims.derivatives import batch_size, batch_to_front, bind, moveaxis
+from spmd.prims.index_plan import Entry, IndexArray, Slice, take_index
 from spmd.sharding.rules import Factors
 
 
 class SpmdIndexError(SpmdError, IndexError):
     """An index is out of range for its axis, or indexes more axes than the array has."""
-
-
-@dataclass(frozen=True)
-class Slice:
-    """A slice with bounds already resolved for its axis (``stop`` None: run past index 0)."""
-
-    start: int
-    stop: int | None
-    step: int
-
-    @classmethod
-    def resolve(cls, s: slice, size: int) -> Slice:
-        start, stop, step = s.indices(size)
-        if not range(start, stop, step):
-            return cls(0, 0, 1)  # empty (a start of -1 would otherwise read as the last index)
-        return cls(start, None if stop < 0 else stop, step)
-
-    def __len__(self) -> int:
-        return len(range(self.start, -1 if self.stop is None else self.stop, self.step))
-
-    def to_slice(self) -> slice:
-        return slice(self.start, self.stop, self.step)
-
-    def __repr__(self) -> str:
-        return f"{self.start}:{'' if self.stop is None else self.stop}:{self.step}"
-
-
-@dataclass(frozen=True)
-class IndexArray:
-    """Stands for the ``position``-th index-array operand (after the indexed array)."""
-
-    position: int
-
-    def __repr__(self) -> str:
-        return f"#{self.position}"
-
-
-Entry = int | Slice | IndexArray | None | type(Ellipsis)
 
 
 def out_of_range(axis: int, index: int, size: int) -> SpmdIndexError:
@@ -143,8 +107,10 @@ def _key(xp, shape: tuple[int, ...], indices, index: tuple) -> tuple:
 
 
 def _getitem_impl(xp, x, *indices, index: tuple):
-    x = xp.asarray(x)
-    return x[_key(xp, x.shape, indices, index)]
+    if xp is np:
+        x = np.asarray(x)
+        return x[_key(np, x.shape, indices, index)]
+    return take_index(xp, namespace.asarray(xp, x), indices, index)
 
 
 def _getitem_sharding(ins, outs, *, index: tuple) -> Factors:
@@ -199,11 +165,18 @@ def _scatter_add_shape(
 def _scatter_add_impl(xp, updates, *indices, index: tuple, shape: tuple[int, ...]):
     """Zeros of ``shape`` with ``updates`` added where ``x[index]`` reads, summed where an
     index names a position more than once."""
-    updates = xp.asarray(updates)
-    out = xp.zeros(shape, dtype=updates.dtype)
-    key = _key(xp, shape, indices, index)
+    if xp is not np:
+        updates = namespace.asarray(xp, updates)
+        n = math.prod(shape)
+        positions = xp.reshape(xp.arange(n, dtype=xp.int64), tuple(shape))
+        positions = xp.reshape(take_index(xp, positions, indices, index), (-1,))
+        out = namespace.scatter_add_flat(xp, n, positions, xp.reshape(updates, (-1,)))
+        return xp.reshape(out, tuple(shape))
+    updates = np.asarray(updates)
+    out = np.zeros(shape, dtype=updates.dtype)
+    key = _key(np, shape, indices, index)
     if any(isinstance(e, IndexArray) for e in index):
-        xp.add.at(out, key, updates)
+        np.add.at(out, key, updates)
     else:  # basic indexing names each position at most once
         out[key] = updates
     return out

@@ -18,6 +18,7 @@ from spmd.core.aval import ShapedArray
 from spmd.core.primitive import Primitive, Rules
 from spmd.core.trace import aval_of
 from spmd.errors import ShapeError, SpmdOverflowError, SpmdTypeError
+from spmd.prims import namespace, reduction_impls
 from spmd.prims.derivatives import bind, convert, linear_jvp, moveaxis
 from spmd.prims.indexing import Slice
 from spmd.sharding.rules import Factors
@@ -67,6 +68,14 @@ def _result_dtype(name: str, numpy_name: str, x: ShapedArray, axes_text: str, **
         f"spmd.numpy.{name}: cannot reduce {axes_text} of {x}: it has no "
         f"elements and {name} of nothing is undefined ({outcome}). Fix: {fix}."
     )
+
+
+def _impl_dtype(xp, numpy_name: str, x, **kw) -> np.dtype:
+    """The result dtype NumPy gives ``numpy_name`` on ``x`` (an array of ``xp`` or a Python
+    scalar), as the shape rule found it."""
+    shape = () if namespace.is_scalar(x) else tuple(x.shape)
+    kwargs = tuple(sorted(_numpy_kwargs(kw).items(), key=lambda item: item[0]))
+    return _probe(numpy_name, shape, namespace.numpy_dtype(xp, x), kwargs)
 
 
 def _empty_axes_text(shape: tuple[int, ...], axes: tuple[int, ...]) -> str:
@@ -379,8 +388,11 @@ def reduction(name: str, numpy_name: str | None = None) -> Primitive:
         return ShapedArray(out, dtype)
 
     def impl(xp, x, *, axes, keepdims, **params):
-        fn = getattr(xp, numpy_name)
-        return fn(x, axis=axes, keepdims=keepdims, **_numpy_kwargs(params))
+        if xp is np:
+            fn = getattr(np, numpy_name)
+            return fn(x, axis=axes, keepdims=keepdims, **_numpy_kwargs(params))
+        dtype = _impl_dtype(xp, numpy_name, x, axis=axes, **params)
+        return reduction_impls.reduce(xp, name, x, axes, keepdims, params, dtype)
 
     local = _identity_when_empty(name) if name in ("max", "min") else None
     rules = Rules(
@@ -429,7 +441,9 @@ def arg_reduction(name: str) -> Primitive:
         return ShapedArray(out, dtype)
 
     def impl(xp, x, *, axis, keepdims):
-        return getattr(xp, name)(x, axis=axis, keepdims=keepdims)
+        if xp is np:
+            return getattr(np, name)(x, axis=axis, keepdims=keepdims)
+        return reduction_impls.arg_extreme(xp, name, x, axis, keepdims)
 
     rules = Rules(
         shape=shape,
@@ -458,7 +472,10 @@ def cumulative(name: str) -> Primitive:
         )
 
     def impl(xp, x, *, axis, dtype):
-        return getattr(xp, name)(x, axis=axis, dtype=dtype)
+        if xp is np:
+            return getattr(np, name)(x, axis=axis, dtype=dtype)
+        result = _impl_dtype(xp, name, x, axis=axis, dtype=dtype)
+        return reduction_impls.cumulative(xp, name, x, axis, result)
 
     rules = Rules(
         shape=shape,

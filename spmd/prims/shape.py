@@ -13,6 +13,7 @@ from spmd.core.aval import ShapedArray, result_dtype
 from spmd.core.primitive import Primitive, Rules
 from spmd.core.trace import aval_of
 from spmd.errors import ShapeError
+from spmd.prims import namespace, ufuncs
 from spmd.prims.derivatives import (
     batch_size,
     batch_to_front,
@@ -110,7 +111,10 @@ def _concatenate_shape(*avals: ShapedArray, axis: int | None) -> ShapedArray:
 
 
 def _concatenate_impl(xp, *arrays, axis: int | None):
-    return xp.concatenate(arrays, axis=axis)
+    if xp is np:
+        return np.concatenate(arrays, axis=axis)
+    dtype = ufuncs.result_dtype(xp, *arrays)
+    return xp.concat([namespace.asarray(xp, a, dtype) for a in arrays], axis=axis)
 
 
 def _split_shape(
@@ -133,9 +137,10 @@ def _split_shape(
 
 
 def _split_impl(xp, x, *, bounds: tuple[tuple[int, int], ...], axis: int) -> list:
-    x = xp.asarray(x)
+    x = np.asarray(x) if xp is np else namespace.asarray(xp, x)
     before = (slice(None),) * axis
-    return [x[(*before, slice(start, stop))] for start, stop in bounds]
+    after = () if xp is np else (...,)  # the standard asks for every axis, or an ellipsis
+    return [x[(*before, slice(start, stop), *after)] for start, stop in bounds]
 
 
 def _repeat_shape(x: ShapedArray, *, repeats: int | tuple[int, ...], axis: int) -> ShapedArray:
@@ -176,6 +181,47 @@ def _diagonal_shape(x: ShapedArray, *, offset: int, axis1: int, axis2: int) -> S
 
 def _convert_shape(x: ShapedArray, *, new_dtype: np.dtype) -> ShapedArray:
     return ShapedArray(x.shape, np.dtype(new_dtype))
+
+
+# --- implementations (NumPy, or any array namespace) -----------------------------------------
+
+
+def _reshape_impl(xp, x, *, new_sizes):
+    if xp is np:
+        return np.reshape(x, new_sizes)
+    return xp.reshape(namespace.asarray(xp, x), tuple(new_sizes))
+
+
+def _transpose_impl(xp, x, *, permutation):
+    if xp is np:
+        return np.transpose(x, permutation)
+    return xp.permute_dims(namespace.asarray(xp, x), tuple(permutation))
+
+
+def _broadcast_to_impl(xp, x, *, shape):
+    if xp is np:
+        return np.broadcast_to(x, shape)
+    return xp.broadcast_to(namespace.asarray(xp, x), tuple(shape))
+
+
+def _repeat_impl(xp, x, *, repeats, axis):
+    if xp is np:
+        return np.repeat(x, repeats, axis=axis)
+    if not isinstance(repeats, int):
+        repeats = xp.asarray(repeats, dtype=xp.int64)
+    return xp.repeat(namespace.asarray(xp, x), repeats, axis=axis)
+
+
+def _diagonal_impl(xp, x, *, offset, axis1, axis2):
+    if xp is np:
+        return np.diagonal(x, offset, axis1, axis2).copy()
+    return namespace.diagonal(xp, namespace.asarray(xp, x), offset, axis1, axis2)
+
+
+def _convert_impl(xp, x, *, new_dtype):
+    if xp is np:
+        return np.asarray(x).astype(new_dtype)
+    return namespace.asarray(xp, x, np.dtype(new_dtype))
 
 
 # --- sharding --------------------------------------------------------------------------------
@@ -415,7 +461,7 @@ reshape_p = Primitive(
     "reshape",
     Rules(
         shape=_reshape_shape,
-        impl=lambda xp, x, *, new_sizes: xp.reshape(x, new_sizes),
+        impl=_reshape_impl,
         sharding=_reshape_sharding,
         local_params=functools.partial(_block_shape, name="new_sizes"),
         jvp=linear_jvp("reshape"),
@@ -427,7 +473,7 @@ transpose_p = Primitive(
     "transpose",
     Rules(
         shape=_transpose_shape,
-        impl=lambda xp, x, *, permutation: xp.transpose(x, permutation),
+        impl=_transpose_impl,
         sharding=_transpose_sharding,
         jvp=linear_jvp("transpose"),
         transpose=_transpose_transpose,
@@ -438,7 +484,7 @@ broadcast_to_p = Primitive(
     "broadcast_to",
     Rules(
         shape=_broadcast_to_shape,
-        impl=lambda xp, x, *, shape: xp.broadcast_to(x, shape),
+        impl=_broadcast_to_impl,
         sharding=_broadcast_to_sharding,
         local_params=functools.partial(_block_shape, name="shape"),
         jvp=linear_jvp("broadcast_to"),
@@ -473,7 +519,7 @@ repeat_p = Primitive(
     "repeat",
     Rules(
         shape=_repeat_shape,
-        impl=lambda xp, x, *, repeats, axis: xp.repeat(x, repeats, axis=axis),
+        impl=_repeat_impl,
         sharding=lambda ins, outs, *, axis, repeats: along_axis(ins, outs, axis),
         jvp=linear_jvp("repeat"),
         transpose=_repeat_transpose,
@@ -486,7 +532,7 @@ diagonal_p = Primitive(
     "diagonal",
     Rules(
         shape=_diagonal_shape,
-        impl=lambda xp, x, *, offset, axis1, axis2: xp.diagonal(x, offset, axis1, axis2).copy(),
+        impl=_diagonal_impl,
         sharding=_diagonal_sharding,
         jvp=linear_jvp("diagonal"),
         transpose=_diagonal_transpose,
@@ -508,7 +554,7 @@ convert_element_type_p = Primitive(
     "convert_element_type",
     Rules(
         shape=_convert_shape,
-        impl=lambda xp, x, *, new_dtype: xp.asarray(x).astype(new_dtype),
+        impl=_convert_impl,
         sharding=_convert_sharding,
         jvp=_convert_jvp,
         transpose=_convert_transpose,

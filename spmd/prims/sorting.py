@@ -13,6 +13,7 @@ import numpy as np
 from spmd.core.aval import ShapedArray
 from spmd.core.primitive import Primitive, Rules
 from spmd.core.trace import aval_of
+from spmd.prims import namespace
 from spmd.prims.derivatives import bind
 from spmd.prims.indexing import IndexArray
 from spmd.prims.reduction import one_axis_batch, one_axis_sharding
@@ -29,6 +30,27 @@ def _sort_shape(x: ShapedArray, *, axis: int | None) -> ShapedArray:
 
 def _argsort_shape(x: ShapedArray, *, axis: int | None) -> ShapedArray:
     return ShapedArray(_sorted_shape(x, axis), np.dtype(np.intp))
+
+
+def _along(xp, x, axis: int | None):
+    """``x`` as an array of ``xp`` and the axis to sort along (a 0-d ``x`` or axis None: the
+    flattened array)."""
+    x = namespace.asarray(xp, x)
+    if axis is None or x.ndim == 0:
+        return xp.reshape(x, (-1,)), 0
+    return x, axis
+
+
+def _sort_impl(xp, x, *, axis):
+    if xp is np:
+        return np.sort(x, axis=axis, kind="stable")
+    return namespace.sort(xp, *_along(xp, x, axis))
+
+
+def _argsort_impl(xp, x, *, axis):
+    if xp is np:
+        return np.argsort(x, axis=axis, kind="stable")
+    return namespace.argsort(xp, *_along(xp, x, axis))
 
 
 def _take_along(t, order, axis: int):
@@ -57,7 +79,7 @@ sort_p = Primitive(
     "sort",
     Rules(
         shape=_sort_shape,
-        impl=lambda xp, x, *, axis: xp.sort(x, axis=axis, kind="stable"),
+        impl=_sort_impl,
         sharding=one_axis_sharding,
         jvp=_sort_jvp,
         batch=one_axis_batch("sort"),
@@ -67,7 +89,7 @@ argsort_p = Primitive(
     "argsort",
     Rules(
         shape=_argsort_shape,
-        impl=lambda xp, x, *, axis: xp.argsort(x, axis=axis, kind="stable"),
+        impl=_argsort_impl,
         sharding=one_axis_sharding,
         jvp=lambda primals, out, tangents, *, axis: None,  # piecewise constant integers
         batch=one_axis_batch("argsort"),
