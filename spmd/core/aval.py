@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -15,15 +15,19 @@ _WEAK_EXAMPLE = {"b": False, "i": 0, "u": 0, "f": 0.0, "c": 0j}  # stands for a 
 
 @dataclass(frozen=True)
 class ShapedArray:
-    """What tracing knows of a value: its shape, its dtype, and whether the dtype is weak.
+    """What tracing knows of a value: its shape, its dtype, whether the dtype is weak, and
+    the mesh axes it varies over.
 
     A weak dtype comes from a Python scalar: it gives way to the other operand's dtype, as in
-    NumPy 2 (``float32_array * 2.0`` stays float32).
+    NumPy 2 (``float32_array * 2.0`` stays float32). ``vma`` (JAX's name) is empty except in
+    the body of a shard_map or pmap, where it names the mesh axes along which devices may
+    hold different data (spmd/core/varying.py computes it when a value is made).
     """
 
     shape: tuple[int, ...]
     dtype: np.dtype
     weak_type: bool = False
+    vma: frozenset[str] = field(default=frozenset(), kw_only=True)
 
     @property
     def ndim(self) -> int:
@@ -36,8 +40,19 @@ class ShapedArray:
     def __str__(self) -> str:
         return aval_str(self.shape, self.dtype)
 
+    def __repr__(self) -> str:
+        vma = f", vma={set(sorted(self.vma))}" if self.vma else ""
+        return (
+            f"ShapedArray(shape={self.shape!r}, dtype={self.dtype!r}, "
+            f"weak_type={self.weak_type!r}{vma})"
+        )
+
     def strong(self) -> ShapedArray:
-        return ShapedArray(self.shape, self.dtype, False)
+        return replace(self, weak_type=False) if self.weak_type else self
+
+    def varying(self, vma: frozenset[str]) -> ShapedArray:
+        """This type, varying over the mesh axes ``vma``."""
+        return self if vma == self.vma else replace(self, vma=frozenset(vma))
 
 
 def check_dtype(dtype: object, argument: str = "dtype") -> np.dtype:

@@ -74,7 +74,8 @@ class BatchTracer(Tracer):
     def __init__(self, trace: BatchTrace, value: Any, dim: int) -> None:
         full = aval_of(value)
         shape = full.shape[:dim] + full.shape[dim + 1 :]
-        super().__init__(trace, Var(ShapedArray(shape, full.dtype, full.weak_type)))
+        aval = ShapedArray(shape, full.dtype, full.weak_type, vma=full.vma)
+        super().__init__(trace, Var(aval))
         self.value = value
         self.dim = dim
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextvars
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -10,6 +11,7 @@ import numpy as np
 from spmd.core.aval import ShapedArray, host_array, python_scalar_aval
 from spmd.core.methods import ArrayMethods
 from spmd.core.program import Equation, Literal, Program, Var
+from spmd.core.varying import NOT_VARYING, typed_results
 from spmd.errors import SpmdError, SpmdTypeError
 
 # Primitives (spmd/core/primitive.py) bind through the current trace defined here, so this
@@ -42,10 +44,6 @@ def aval_of(x: Any) -> ShapedArray:
     return ShapedArray(tuple(value.shape), np.dtype(value.dtype), getattr(x, "weak_type", False))
 
 
-def _outputs(primitive: Primitive, out: Any) -> list:
-    return list(out) if primitive.multiple_results else [out]
-
-
 class EvalTrace(Trace):
     """No tracing: apply each primitive to concrete values right away."""
 
@@ -69,7 +67,7 @@ class ProgramTrace(Trace):
         self._const_ids: dict[int, Var] = {}
         self.active = True
         # (trace, var) -> the type ``spmd.typeof`` reports, set by the transformation that
-        # knows more than shapes (how jit's arguments lie, which axes shard_map's vary over)
+        # knows more than avals (how jit's arguments lie, the mesh axes of shard_map's body)
         self.types: Any = None
 
     def new_arg(self, aval: ShapedArray) -> Tracer:
@@ -96,8 +94,8 @@ class ProgramTrace(Trace):
         if type(x) in _PYTHON_SCALARS or (aval.ndim == 0 and isinstance(x, np.generic)):
             return Literal(x, aval)
         var = self._const_ids.get(id(x))
-        if var is None:
-            var = Var(aval.strong())
+        if var is None:  # a constant is the same on every device
+            var = Var(aval.strong().varying(NOT_VARYING))
             self._const_ids[id(x)] = var
             self.constvars.append(var)
             self.consts.append(x)
@@ -107,8 +105,7 @@ class ProgramTrace(Trace):
         if not self.active:
             raise UnexpectedTracerError("This trace has finished; its values cannot be used.")
         inputs = [self.atom(a) for a in args]
-        out_avals = _outputs(primitive, primitive.rules.shape(*[a.aval for a in inputs], **params))
-        outputs = [Var(aval) for aval in out_avals]
+        outputs = [Var(aval) for aval in typed_results(primitive, [a.aval for a in inputs], params)]
         self.equations.append(Equation(primitive, inputs, outputs, params))
         tracers = [Tracer(self, v) for v in outputs]
         return tracers if primitive.multiple_results else tracers[0]
@@ -116,7 +113,16 @@ class ProgramTrace(Trace):
     def finish(self, invars: list[Var], outs: list[Any]) -> Program:
         outvars = [self.atom(o) for o in outs]
         self.active = False
-        return Program(self.constvars, invars, self.equations, outvars, self.consts)
+        program = Program(self.constvars, invars, self.equations, outvars, self.consts)
+        for check in PROGRAM_CHECKS:
+            check(program)
+        return program
+
+
+# Functions called on every Program a trace finishes (jit, grad's linear programs, the
+# bodies of shard_map, pmap and their derivatives): none in use; the test suite adds
+# spmd.core.typecheck.typecheck (tests/conftest.py).
+PROGRAM_CHECKS: list[Callable[[Program], None]] = []
 
 
 EVAL_TRACE = EvalTrace()
@@ -170,10 +176,9 @@ class Tracer(ArrayMethods):
         return f"Traced<{self.aval}>"
 
     def _vma(self) -> frozenset[str]:
-        """The mesh axes this value varies over inside a shard_map body (empty elsewhere), as
-        the transformation that made the trace reports it."""
-        types = getattr(self._trace, "types", None)
-        return frozenset(types(self._trace, self.node).vma) if types is not None else frozenset()
+        """The mesh axes this value varies over inside a shard_map or pmap body (empty
+        elsewhere): its abstract value's, computed when it was made (spmd/core/varying.py)."""
+        return self.node.aval.vma
 
     def _escaped(self, use: str) -> UnexpectedTracerError:
         """The error for using this tracer outside the trace that made it."""

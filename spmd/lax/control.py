@@ -17,7 +17,7 @@ from spmd.core.trace import aval_of
 from spmd.errors import ShapeError, SpmdTypeError, SpmdValueError
 from spmd.numpy.shaping import stack
 from spmd.prims.control import stop_gradient_p
-from spmd.transforms.typeof import typeof
+from spmd.transforms.typeof import shown_vma, typeof
 from spmd.tree_util import (
     keystr,
     tree_flatten,
@@ -109,10 +109,15 @@ def _check_carry(old: Any, new: Any, who: str = "scan", what: str = "carry") -> 
         )
     paths, olds, _ = tree_flatten_with_path(old)
     for path, before, after in zip(paths, olds, tree_leaves(new), strict=True):
-        t_in, t_out = typeof(before), typeof(after)
-        dtypes_differ = t_in.dtype != t_out.dtype and not (t_in.weak_type or t_out.weak_type)
-        if t_in.shape == t_out.shape and not dtypes_differ and t_in.vma == t_out.vma:
+        a_in, a_out = aval_of(before), aval_of(after)
+        dtypes_differ = a_in.dtype != a_out.dtype and not (a_in.weak_type or a_out.weak_type)
+        if (
+            a_in.shape == a_out.shape
+            and not dtypes_differ
+            and shown_vma(before) == shown_vma(after)
+        ):
             continue
+        t_in, t_out = typeof(before), typeof(after)  # types as spmd.typeof shows them
         where = keystr(path, what)
         fix = ""
         if t_in.vma != t_out.vma:

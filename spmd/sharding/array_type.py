@@ -21,8 +21,7 @@ from spmd.sharding.spec import PartitionSpec
 
 @dataclass(frozen=True)
 class ArrayType(ShapedArray):
-    sharding: NamedSharding | None = None
-    vma: frozenset[str] = frozenset()
+    sharding: NamedSharding | None = None  # ``vma`` is ShapedArray's
     mesh_axes: tuple[str, ...] = field(default=(), compare=False, repr=False)  # vma's order
 
     def __str__(self) -> str:

@@ -48,8 +48,8 @@ class Axes:
 
     def trace(self, fn: Callable, avals: Sequence[ShapedArray]) -> Program:
         trace = ProgramTrace()
-        tracers = [trace.new_arg(a) for a in avals]
-        trace.types = VaryingTypes(tuple(self.sizes), self.in_varying)
+        tracers = [trace.new_arg(a.varying(v)) for a, v in zip(avals, self.in_varying, strict=True)]
+        trace.types = VaryingTypes(tuple(self.sizes))
         with tracing(trace), binding(self.sizes):
             outs = fn(*tracers)
         return trace.finish([t.node for t in tracers], list(outs))

@@ -23,6 +23,7 @@ from spmd.core.axis_env import binding, bound_axes, pmap_levels
 from spmd.core.primitive import Primitive, Rules
 from spmd.core.program import Literal, Program, Var
 from spmd.core.trace import EVAL_TRACE, ProgramTrace, aval_of, current_trace, tracing
+from spmd.core.varying import program_varying
 from spmd.errors import ShapeError, ShardingError, SpmdTypeError
 from spmd.prims.collective import no_impl
 from spmd.sharding.device import devices as all_devices
@@ -32,7 +33,6 @@ from spmd.sharding.rules import Decision, ValueSharding
 from spmd.transforms.per_device_lowering import Held, Splits, splits_to_dims
 from spmd.transforms.pmap_multihost import call_across_processes
 from spmd.transforms.pmap_rules import pmap_batch, pmap_jvp, pmap_transpose
-from spmd.transforms.varying_axes import varying_axes
 from spmd.tree_util import tree_broadcast_prefix, tree_flatten, tree_unflatten
 
 _fresh_names = itertools.count()
@@ -154,7 +154,7 @@ def _varying(eqn, operands: list[frozenset]) -> list[frozenset]:
     inner = [
         v if a is None else v | {axis} for v, a in zip(operands, params["in_axes"], strict=True)
     ]
-    outs = varying_axes(params["body"], inner)
+    outs = program_varying(params["body"], inner)
     return [v if o is None else v - {axis} for v, o in zip(outs, params["out_axes"], strict=True)]
 
 
@@ -257,7 +257,7 @@ class Pmapped:
         size = self._size(avals, in_axes)
         body, out_tree, consts = self._trace(static, in_tree, avals, in_axes, size)
         out_axes = self._out_axes(out_tree, body)
-        self._check_unmapped(body, len(consts), in_axes, out_axes)
+        self._check_unmapped(body, out_axes)
         out_avals = []
         for v, out_axis in zip(body.outvars, out_axes, strict=True):
             shape = v.aval.shape
@@ -328,7 +328,10 @@ class Pmapped:
         tracers = []
         for aval, axis in zip(avals, in_axes, strict=True):
             shape = aval.shape if axis is None else aval.shape[:axis] + aval.shape[axis + 1 :]
-            tracers.append(trace.new_arg(ShapedArray(shape, aval.dtype, aval.weak_type)))
+            varies = aval.vma if axis is None else aval.vma | {self.axis_name}
+            tracers.append(
+                trace.new_arg(ShapedArray(shape, aval.dtype, aval.weak_type, vma=varies))
+            )
         token = pmap_levels.set((*pmap_levels.get(), self.axis_name))
         try:
             with tracing(trace), binding({self.axis_name: size}):
@@ -355,14 +358,9 @@ class Pmapped:
             for k, (axis, v) in enumerate(zip(axes, body.outvars, strict=True))
         ]
 
-    def _check_unmapped(self, body, nconsts, in_axes, out_axes) -> None:
-        inputs = [frozenset()] * nconsts + [
-            frozenset() if a is None else frozenset({self.axis_name}) for a in in_axes
-        ]
-        for k, (varies, out_axis) in enumerate(
-            zip(varying_axes(body, inputs), out_axes, strict=True)
-        ):
-            if out_axis is None and self.axis_name in varies:
+    def _check_unmapped(self, body, out_axes) -> None:
+        for k, (out, out_axis) in enumerate(zip(body.outvars, out_axes, strict=True)):
+            if out_axis is None and self.axis_name in out.aval.vma:
                 raise ShardingError(
                     f"{self._where()}: out_axes is None for result {k}, so it must be the same "
                     f"on every device, but it varies over {self.axis_name!r}. Map it "

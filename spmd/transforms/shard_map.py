@@ -36,7 +36,6 @@ from spmd.transforms.per_device_lowering import Held
 from spmd.transforms.shard_map_bodies import check_collectives, close_bodies, split_axes
 from spmd.transforms.shard_map_rules import shard_map_batch, shard_map_jvp, shard_map_transpose
 from spmd.transforms.typeof import VaryingTypes
-from spmd.transforms.varying_axes import varying_axes
 from spmd.tree_util import tree_broadcast_prefix, tree_flatten, tree_unflatten
 
 Dims = tuple[tuple[str, ...], ...]
@@ -199,7 +198,7 @@ class ShardMapped:
             _dims(mesh, spec, v.aval, f"{self._where()} output {i} ({v.aval})", "out_specs")
             for i, (spec, v) in enumerate(zip(out_specs, bodies[0].outvars, strict=True))
         ]
-        unchecked = self._replication(mesh, bodies[0], len(consts), in_dims, out_dims, out_specs)
+        unchecked = self._replication(mesh, bodies[0], out_dims, out_specs)
         out_avals = [
             _global_aval(mesh, [b.outvars[k].aval for b in bodies], body_of, out_dims[k], k)
             for k in range(len(out_dims))
@@ -251,24 +250,22 @@ class ShardMapped:
     def _trace(self, mesh: Mesh, signature, avals, in_tree, in_varying) -> tuple[Program, Any]:
         trace = ProgramTrace()
         tracers = [
-            trace.new_arg(ShapedArray(tuple(shape), a.dtype, a.weak_type))
-            for shape, a in zip(signature, avals, strict=True)
+            trace.new_arg(ShapedArray(tuple(shape), a.dtype, a.weak_type, vma=varies))
+            for shape, a, varies in zip(signature, avals, in_varying, strict=True)
         ]
-        trace.types = VaryingTypes(mesh.axis_names, in_varying)
+        trace.types = VaryingTypes(mesh.axis_names)
         with tracing(trace), binding(dict(mesh.shape)):
             args = tree_unflatten(in_tree, tracers)
             out = self.f(*args)
         out_leaves, out_tree = tree_flatten(out)
         return trace.finish([t.node for t in tracers], out_leaves), out_tree
 
-    def _replication(self, mesh, body, nconsts, in_dims, out_dims, out_specs) -> list:
+    def _replication(self, mesh, body, out_dims, out_specs) -> list:
         """Outputs claimed replicated over axes they vary over: an error with check_rep,
         else ``(output, axes)`` pairs whose first device's value every device takes."""
-        split = [split_axes(dims) for dims in in_dims]
-        inputs = [frozenset()] * nconsts + split
         unchecked = []
-        for k, (varies, dims) in enumerate(zip(varying_axes(body, inputs), out_dims, strict=True)):
-            bad = self._check_varying(mesh, k, varies, dims, out_specs)
+        for k, (out, dims) in enumerate(zip(body.outvars, out_dims, strict=True)):
+            bad = self._check_varying(mesh, k, out.aval.vma, dims, out_specs)
             if bad:
                 unchecked.append((k, bad))
         return unchecked

@@ -25,7 +25,7 @@ def close_bodies(programs: list[Program], where: str) -> tuple[list[Program], li
     closed = []
     for p in programs:
         own = {id(c): v for c, v in zip(p.consts, p.constvars, strict=True)}
-        lead = [own[i] if i in own else Var(aval_of(consts[i]).strong()) for i in order]
+        lead = [own[i] if i in own else Var(_const_aval(consts[i])) for i in order]
         closed.append(Program([], lead + list(p.invars), p.equations, p.outvars))
     first = _skeleton(closed[0])
     for p in closed[1:]:
@@ -37,6 +37,11 @@ def close_bodies(programs: list[Program], where: str) -> tuple[list[Program], li
                 f"only shapes change with the block."
             )
     return closed, list(consts.values())
+
+
+def _const_aval(x: Any):
+    """A constant's type in a body: the same on every device (spmd/core/trace.py's too)."""
+    return aval_of(x).strong().varying(frozenset())
 
 
 def check_collectives(mesh: Mesh, bodies: list[Program], body_of) -> None:

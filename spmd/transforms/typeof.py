@@ -14,7 +14,6 @@ from spmd.sharding.named import NamedSharding
 from spmd.sharding.propagate import propagate
 from spmd.sharding.rules import ValueSharding
 from spmd.transforms.blocks_trace import BlocksTracer
-from spmd.transforms.varying_axes import varying_axes
 
 
 def typeof(x: Any) -> ArrayType:
@@ -33,6 +32,16 @@ def typeof(x: Any) -> ArrayType:
     return ArrayType(aval.shape, aval.dtype, aval.weak_type)
 
 
+def shown_vma(x: Any) -> frozenset[str]:
+    """The varying axes ``typeof(x)`` shows, found without the sharding it also computes:
+    those of a shard_map body's value (its abstract value's, or an eager body's block's)."""
+    if isinstance(x, BlocksTracer):
+        return x.varying
+    if isinstance(x, Tracer) and isinstance(getattr(x._trace, "types", None), VaryingTypes):
+        return x.aval.vma
+    return frozenset()
+
+
 class PropagatedTypes:
     """Types inside jit: each value's sharding as propagation gives it from the arguments'
     (over the program traced so far)."""
@@ -49,12 +58,11 @@ class PropagatedTypes:
 
 
 class VaryingTypes:
-    """Types inside a traced shard_map or pmap body: the axes each value varies over."""
+    """Types inside a traced shard_map or pmap body over mesh axes ``axis_names``: the axes
+    each value varies over, which its abstract value carries."""
 
-    def __init__(self, axis_names: tuple[str, ...], in_varying: list[frozenset[str]]) -> None:
+    def __init__(self, axis_names: tuple[str, ...]) -> None:
         self.axis_names = axis_names
-        self.in_varying = in_varying
 
     def __call__(self, trace: ProgramTrace, var: Var) -> ArrayType:
-        (varies,) = varying_axes(trace.so_far([var]), self.in_varying)
-        return varying_type(var.aval, self.axis_names, varies)
+        return varying_type(var.aval, self.axis_names, var.aval.vma)
