@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from spmd.core.ad import UndefinedPrimal, zeros
+from spmd.core.aval import ShapedArray
 from spmd.core.primitive import primitive_named
 from spmd.core.trace import aval_of
 
@@ -71,6 +72,13 @@ def batch_to_front(x: Any, dim: int | None, size: int) -> Any:
 
 def batch_size(args: Sequence[Any], dims: Sequence[int | None]) -> int:
     return next(aval_of(a).shape[d] for a, d in zip(args, dims, strict=True) if d is not None)
+
+
+def member_aval(aval: ShapedArray, dim: int | None) -> ShapedArray:
+    """One batch member's aval of a value batched at ``dim`` (None: unbatched)."""
+    if dim is None:
+        return aval
+    return ShapedArray(aval.shape[:dim] + aval.shape[dim + 1 :], aval.dtype, aval.weak_type)
 
 
 # --- rule builders ------------------------------------------------------------------------

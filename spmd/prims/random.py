@@ -22,9 +22,8 @@ from spmd.core.aval import ShapedArray
 from spmd.core.primitive import Primitive, Rules, primitive_named
 from spmd.core.trace import aval_of
 from spmd.errors import ShapeError, SpmdTypeError
-from spmd.prims.derivatives import batch_size, bind
+from spmd.prims.derivatives import batch_size, bind, member_aval
 from spmd.prims.indexing import Slice
-from spmd.prims.shape import member_aval
 from spmd.sharding.rules import Factors, broadcast_factors
 
 _ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))

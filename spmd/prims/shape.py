@@ -8,23 +8,11 @@ import math
 
 import numpy as np
 
-from spmd.core.ad import UndefinedPrimal, add_cotangents, zeros
 from spmd.core.aval import ShapedArray, result_dtype
 from spmd.core.primitive import Primitive, Rules
-from spmd.core.trace import aval_of
 from spmd.errors import ShapeError
 from spmd.prims import namespace, ufuncs
-from spmd.prims.derivatives import (
-    batch_size,
-    batch_to_front,
-    bind,
-    convert,
-    instantiate,
-    linear_jvp,
-    moveaxis,
-    sum_to_shape,
-    unary_batch,
-)
+from spmd.prims.shape_derivatives import DERIVATIVES
 from spmd.sharding.rules import Factors, broadcast_factors, reshape_factors
 
 
@@ -291,172 +279,6 @@ def _diagonal_sharding(ins, outs, *, offset: int, axis1: int, axis2: int) -> Fac
     return Factors((tuple(operand),), (result,), sizes, blocked=blocked, linear="one")
 
 
-# --- derivatives and batching ------------------------------------------------------------
-# Every primitive here but convert_element_type (from or to integers) is linear: its jvp is
-# itself on the tangent, and its transpose the inverse shape operation.
-
-
-def _reshape_transpose(ct, x, *, new_sizes):
-    return [reshape_p.bind(ct, new_sizes=x.aval.shape)]
-
-
-def _reshape_batch(args, dims, *, new_sizes):
-    x = moveaxis(args[0], dims[0], 0)
-    return reshape_p.bind(x, new_sizes=(aval_of(x).shape[0], *new_sizes)), 0
-
-
-def _transpose_transpose(ct, x, *, permutation):
-    return [transpose_p.bind(ct, permutation=tuple(int(i) for i in np.argsort(permutation)))]
-
-
-def _transpose_batch(args, dims, *, permutation):
-    x = moveaxis(args[0], dims[0], 0)
-    return transpose_p.bind(x, permutation=(0, *(p + 1 for p in permutation))), 0
-
-
-def _broadcast_to_transpose(ct, x, *, shape):
-    return [sum_to_shape(ct, x.aval.shape)]
-
-
-def _broadcast_to_batch(args, dims, *, shape):
-    """The operand's batch dimension goes first, then size-1 dimensions line it up with
-    ``shape`` from the right."""
-    x = moveaxis(args[0], dims[0], 0)
-    size, *rest = aval_of(x).shape
-    lined = (size, *(1,) * (len(shape) - len(rest)), *rest)
-    if lined != aval_of(x).shape:
-        x = reshape_p.bind(x, new_sizes=lined)
-    return broadcast_to_p.bind(x, shape=(size, *shape)), 0
-
-
-def _concatenate_jvp(primals, out, tangents, *, axis):
-    dtype = aval_of(out).dtype
-    return concatenate_p.bind(
-        *(convert(instantiate(t, p), dtype) for p, t in zip(primals, tangents, strict=True)),
-        axis=axis,
-    )
-
-
-def _concatenate_transpose(ct, *operands, axis):
-    """Each linear operand's piece of the cotangent (flat pieces reshaped when axis=None)."""
-    avals = [o.aval if isinstance(o, UndefinedPrimal) else aval_of(o) for o in operands]
-    along = 0 if axis is None else axis
-    bounds, start = [], 0
-    for aval in avals:
-        stop = start + (aval.size if axis is None else aval.shape[axis])
-        bounds.append((start, stop))
-        start = stop
-    pieces = split_p.bind(ct, bounds=tuple(bounds), axis=along)
-    return [
-        convert(reshape_p.bind(piece, new_sizes=aval.shape), aval.dtype)
-        if isinstance(o, UndefinedPrimal)
-        else None
-        for o, aval, piece in zip(operands, avals, pieces, strict=True)
-    ]
-
-
-def _concatenate_batch(args, dims, *, axis):
-    """Operands get the batch dimension first (flattened behind it when axis=None) and the
-    result's dtype, which a Python scalar among them would otherwise change."""
-    size = batch_size(args, dims)
-    members = [member_aval(aval_of(a), d) for a, d in zip(args, dims, strict=True)]
-    dtype = _concatenate_shape(*members, axis=axis).dtype
-    lined = []
-    for a, d in zip(args, dims, strict=True):
-        a = batch_to_front(convert(a, dtype), d, size)
-        if axis is None:
-            a = reshape_p.bind(a, new_sizes=(size, aval_of(a).size // size if size else 0))
-        lined.append(a)
-    return concatenate_p.bind(*lined, axis=1 if axis is None else axis + 1), 0
-
-
-def member_aval(aval: ShapedArray, dim: int | None) -> ShapedArray:
-    """One batch member's aval of a value batched at ``dim`` (None: unbatched)."""
-    if dim is None:
-        return aval
-    return ShapedArray(aval.shape[:dim] + aval.shape[dim + 1 :], aval.dtype, aval.weak_type)
-
-
-def _split_transpose(cts, x, *, bounds, axis):
-    """The pieces' cotangents in place along ``axis``: concatenated where the pieces tile the
-    axis in order, otherwise each padded with zeros and summed (pieces may overlap)."""
-    shape, n = x.aval.shape, x.aval.shape[axis]
-
-    def zeros_along(width):
-        return zeros(ShapedArray((*shape[:axis], width, *shape[axis + 1 :]), x.aval.dtype))
-
-    starts = [start for start, _ in bounds]
-    if starts[:1] == [0] and [stop for _, stop in bounds] == [*starts[1:], n]:
-        return [concatenate_p.bind(*cts, axis=axis)]
-    total = None
-    for (start, stop), ct in zip(bounds, cts, strict=True):
-        before = [zeros_along(start)] if start else []
-        after = [zeros_along(n - stop)] if stop < n else []
-        total = add_cotangents(total, concatenate_p.bind(*before, ct, *after, axis=axis))
-    return [total if total is not None else zeros(x.aval)]
-
-
-def _split_batch(args, dims, *, bounds, axis):
-    x = moveaxis(args[0], dims[0], 0)
-    outs = split_p.bind(x, bounds=bounds, axis=axis + 1)
-    return outs, [0] * len(outs)
-
-
-def _repeat_transpose(ct, x, *, repeats, axis):
-    """Each element's copies summed: by a reshape for one count, else group by group."""
-    shape = x.aval.shape
-    if isinstance(repeats, int):
-        grouped = (*shape[:axis], shape[axis], repeats, *shape[axis + 1 :])
-        ct = reshape_p.bind(ct, new_sizes=grouped)
-        return [bind("reduce_sum", ct, axes=(axis + 1,), keepdims=False, dtype=None)]
-    if not repeats:
-        return [zeros(x.aval)]
-    stops = np.cumsum(repeats).tolist()
-    bounds = tuple(zip([0, *stops[:-1]], stops, strict=True))
-    groups = split_p.bind(ct, bounds=bounds, axis=axis)
-    sums = [bind("reduce_sum", g, axes=(axis,), keepdims=True, dtype=None) for g in groups]
-    return [concatenate_p.bind(*sums, axis=axis)]
-
-
-def _repeat_batch(args, dims, *, repeats, axis):
-    x = moveaxis(args[0], dims[0], 0)
-    return repeat_p.bind(x, repeats=repeats, axis=axis + 1), 0
-
-
-def _diagonal_transpose(ct, x, *, offset, axis1, axis2):
-    """The cotangent scattered onto the diagonal of zeros: with ``axis1`` and ``axis2`` moved
-    last, the diagonal is ``[..., i, i + offset]``, laid out as ``ct``."""
-    from spmd.prims.indexing import IndexArray, Slice, scatter_add_p
-
-    shape = x.aval.shape
-    rest = [i for i in range(len(shape)) if i not in (axis1, axis2)]
-    order = (*rest, axis1, axis2)
-    length = aval_of(ct).shape[-1]
-    rows = np.arange(length, dtype=np.intp) + max(0, -offset)
-    index = (*(Slice(0, shape[i], 1) for i in rest), IndexArray(0), IndexArray(1))
-    moved = tuple(shape[i] for i in order)
-    spread = scatter_add_p.bind(ct, rows, rows + offset, index=index, shape=moved)
-    return [transpose_p.bind(spread, permutation=tuple(int(i) for i in np.argsort(order)))]
-
-
-def _diagonal_batch(args, dims, *, offset, axis1, axis2):
-    x = moveaxis(args[0], dims[0], 0)
-    return diagonal_p.bind(x, offset=offset, axis1=axis1 + 1, axis2=axis2 + 1), 0
-
-
-def _convert_jvp(primals, out, tangents, *, new_dtype):
-    """Between inexact dtypes the tangent converts too; to or from integers and booleans
-    the result is piecewise constant (or the operand has no tangent): zero."""
-    source, target = aval_of(primals[0]).dtype, np.dtype(new_dtype)
-    if source.kind not in "fc" or target.kind not in "fc" or tangents[0] is None:
-        return None
-    return convert_element_type_p.bind(tangents[0], new_dtype=target)
-
-
-def _convert_transpose(ct, x, *, new_dtype):
-    return [convert(ct, x.aval.dtype)]
-
-
 reshape_p = Primitive(
     "reshape",
     Rules(
@@ -464,9 +286,7 @@ reshape_p = Primitive(
         impl=_reshape_impl,
         sharding=_reshape_sharding,
         local_params=functools.partial(_block_shape, name="new_sizes"),
-        jvp=linear_jvp("reshape"),
-        transpose=_reshape_transpose,
-        batch=_reshape_batch,
+        **DERIVATIVES["reshape"],
     ),
 )
 transpose_p = Primitive(
@@ -475,9 +295,7 @@ transpose_p = Primitive(
         shape=_transpose_shape,
         impl=_transpose_impl,
         sharding=_transpose_sharding,
-        jvp=linear_jvp("transpose"),
-        transpose=_transpose_transpose,
-        batch=_transpose_batch,
+        **DERIVATIVES["transpose"],
     ),
 )
 broadcast_to_p = Primitive(
@@ -487,9 +305,7 @@ broadcast_to_p = Primitive(
         impl=_broadcast_to_impl,
         sharding=_broadcast_to_sharding,
         local_params=functools.partial(_block_shape, name="shape"),
-        jvp=linear_jvp("broadcast_to"),
-        transpose=_broadcast_to_transpose,
-        batch=_broadcast_to_batch,
+        **DERIVATIVES["broadcast_to"],
     ),
 )
 concatenate_p = Primitive(
@@ -498,9 +314,7 @@ concatenate_p = Primitive(
         shape=_concatenate_shape,
         impl=_concatenate_impl,
         sharding=lambda ins, outs, *, axis: along_axis(ins, outs, axis),
-        jvp=_concatenate_jvp,
-        transpose=_concatenate_transpose,
-        batch=_concatenate_batch,
+        **DERIVATIVES["concatenate"],
     ),
 )
 split_p = Primitive(
@@ -509,9 +323,7 @@ split_p = Primitive(
         shape=_split_shape,
         impl=_split_impl,
         sharding=lambda ins, outs, *, axis, bounds: along_axis(ins, outs, axis),
-        jvp=linear_jvp("split"),
-        transpose=_split_transpose,
-        batch=_split_batch,
+        **DERIVATIVES["split"],
     ),
     multiple_results=True,
 )
@@ -521,9 +333,7 @@ repeat_p = Primitive(
         shape=_repeat_shape,
         impl=_repeat_impl,
         sharding=lambda ins, outs, *, axis, repeats: along_axis(ins, outs, axis),
-        jvp=linear_jvp("repeat"),
-        transpose=_repeat_transpose,
-        batch=_repeat_batch,
+        **DERIVATIVES["repeat"],
     ),
 )
 
@@ -534,9 +344,7 @@ diagonal_p = Primitive(
         shape=_diagonal_shape,
         impl=_diagonal_impl,
         sharding=_diagonal_sharding,
-        jvp=linear_jvp("diagonal"),
-        transpose=_diagonal_transpose,
-        batch=_diagonal_batch,
+        **DERIVATIVES["diagonal"],
     ),
 )
 
@@ -556,8 +364,6 @@ convert_element_type_p = Primitive(
         shape=_convert_shape,
         impl=_convert_impl,
         sharding=_convert_sharding,
-        jvp=_convert_jvp,
-        transpose=_convert_transpose,
-        batch=unary_batch("convert_element_type"),
+        **DERIVATIVES["convert_element_type"],
     ),
 )

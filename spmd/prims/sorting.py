@@ -16,7 +16,8 @@ from spmd.core.trace import aval_of
 from spmd.prims import namespace
 from spmd.prims.derivatives import bind
 from spmd.prims.indexing import IndexArray
-from spmd.prims.reduction import one_axis_batch, one_axis_sharding
+from spmd.prims.reduction import one_axis_sharding
+from spmd.prims.reduction_derivatives import one_axis_batch
 
 
 def _sorted_shape(x: ShapedArray, axis: int | None) -> tuple[int, ...]:
