@@ -63,10 +63,10 @@ def _positive_step(xp, x, axis: int, entry: Slice):
     return xp.flip(x, axis=axis), slice(n - 1 - entry.start, stop, -entry.step)
 
 
-def _wrapped(xp, i, size: int):
+def _wrapped(xp, i, size: int, device):
     """Index array ``i`` with negative entries wrapped and the rest clipped into the axis (as
     JAX under jit; the wrappers have rejected the out-of-range values they could see)."""
-    i = xp.astype(ns.asarray(xp, i), xp.int64)
+    i = xp.astype(ns.asarray(xp, i, device=device), xp.int64)
     return xp.clip(xp.where(i < 0, i + size, i), 0, max(size - 1, 0))
 
 
@@ -103,7 +103,7 @@ def take_index(xp, x, indices, index: tuple):
         else:
             size = x.shape[axis]
             i = indices[entry.position] if isinstance(entry, IndexArray) else entry
-            arrays.append(_wrapped(xp, i, size))
+            arrays.append(_wrapped(xp, i, size, ns.device_of(x)))
             axes.append(axis)
             positions.append(position)
         axis += 1

@@ -168,7 +168,8 @@ def _scatter_add_impl(xp, updates, *indices, index: tuple, shape: tuple[int, ...
     if xp is not np:
         updates = namespace.asarray(xp, updates)
         n = math.prod(shape)
-        positions = xp.reshape(xp.arange(n, dtype=xp.int64), tuple(shape))
+        where = namespace.device_of(updates)
+        positions = xp.reshape(xp.arange(n, dtype=xp.int64, device=where), tuple(shape))
         positions = xp.reshape(take_index(xp, positions, indices, index), (-1,))
         out = namespace.scatter_add_flat(xp, n, positions, xp.reshape(updates, (-1,)))
         return xp.reshape(out, tuple(shape))

@@ -108,14 +108,29 @@ def is_scalar(x) -> bool:
     return isinstance(x, _PYTHON_SCALARS)
 
 
-def asarray(xp, x, dtype=None):
+def device_of(x):
+    """The device an array lives on (None for a Python scalar: the namespace's default)."""
+    return None if is_scalar(x) else compat.device(x)
+
+
+def asarray(xp, x, dtype=None, device=None):
     """``x`` (an array of ``xp`` or a Python scalar) as an array of ``xp``, of NumPy dtype
-    ``dtype`` if given (a Python int becomes int64, a float float64, as NumPy's)."""
+    ``dtype`` if given (a Python int becomes int64, a float float64, as NumPy's); a scalar
+    is placed on ``device`` (an operand's, so that the two meet)."""
     if dtype is None:
         dtype = numpy_dtype(xp, x)
     if is_scalar(x):
-        return xp.asarray(x, dtype=dtype_for(xp, dtype))
+        if np.dtype(dtype).kind != "c" and isinstance(x, complex):
+            x = x.real
+        return xp.asarray(x, dtype=dtype_for(xp, dtype), device=device)
     return astype(xp, x, dtype)
+
+
+def asarrays(xp, dtype, *args) -> list:
+    """Each of ``args`` as an array of ``xp`` of NumPy dtype ``dtype``, scalars on the arrays'
+    device."""
+    device = next((device_of(a) for a in args if not is_scalar(a)), None)
+    return [asarray(xp, a, dtype, device) for a in args]
 
 
 def astype(xp, x, dtype):
@@ -178,7 +193,7 @@ def diagonal(xp, x, offset: int, axis1: int, axis2: int):
     n1, n2 = x.shape[axis1], x.shape[axis2]
     x = xp.permute_dims(x, (*rest, axis1, axis2))
     flat = xp.reshape(x, (*x.shape[:-2], n1 * n2))
-    index = xp.asarray(flat_diagonal_index(n1, n2, offset), dtype=xp.int64)
+    index = xp.asarray(flat_diagonal_index(n1, n2, offset), dtype=xp.int64, device=device_of(x))
     return xp.take(flat, index, axis=flat.ndim - 1)
 
 
@@ -237,7 +252,8 @@ def _take_along(xp, x, order, axis: int):
     moved, index = moveaxis(xp, x, axis, -1), moveaxis(xp, order, axis, -1)
     n = moved.shape[-1]
     flat = xp.reshape(moved, (-1,))
-    base = xp.reshape(xp.arange(size(moved) // n if n else 0, dtype=index.dtype) * n,
+    rows = xp.arange(size(moved) // n if n else 0, dtype=index.dtype, device=device_of(x))
+    base = xp.reshape(rows * n,
                       (*moved.shape[:-1], 1))  # fmt: skip
     out = xp.take(flat, xp.reshape(index + base, (-1,)), axis=0)
     return moveaxis(xp, xp.reshape(out, index.shape), -1, axis)
@@ -307,13 +323,14 @@ def scatter_add_flat(xp, n: int, positions, updates):
     if compat.is_cupy_namespace(xp):
         import cupyx
 
-        out = xp.zeros(n, dtype=updates.dtype)
+        out = xp.zeros(n, dtype=updates.dtype, device=device_of(updates))
         cupyx.scatter_add(out, positions, updates)
         return out
     # The standard has no scatter: each position sums the updates aimed at it.
-    hits = xp.reshape(positions, (1, -1)) == xp.reshape(xp.arange(n, dtype=positions.dtype),
+    targets = xp.arange(n, dtype=positions.dtype, device=device_of(positions))
+    hits = xp.reshape(positions, (1, -1)) == xp.reshape(targets,
                                                         (-1, 1))  # fmt: skip
     if dtype == np.bool_:
         return xp.any(hits & xp.reshape(updates, (1, -1)), axis=1)
-    zero = xp.zeros((), dtype=updates.dtype)
+    zero = xp.zeros((), dtype=updates.dtype, device=device_of(updates))
     return xp.sum(xp.where(hits, xp.reshape(updates, (1, -1)), zero), axis=1, dtype=updates.dtype)

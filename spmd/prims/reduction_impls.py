@@ -42,7 +42,8 @@ def _sum(xp, fn, x, axes, keepdims, dtype: np.dtype):
 def _extreme(xp, name: str, x, axes, keepdims, initial, dtype: np.dtype):
     flat = _reduced_last(xp, x, axes)
     if initial is not None:
-        fill = xp.full((*flat.shape[:-1], 1), ns.scalar_of(dtype, initial), dtype=flat.dtype)
+        value = ns.scalar_of(dtype, initial)
+        fill = xp.full((*flat.shape[:-1], 1), value, dtype=flat.dtype, device=ns.device_of(x))
         flat = xp.concat([flat, fill], axis=-1)
     kind = dtype.kind
     if kind == "b":

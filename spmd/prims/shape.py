@@ -102,7 +102,7 @@ def _concatenate_impl(xp, *arrays, axis: int | None):
     if xp is np:
         return np.concatenate(arrays, axis=axis)
     dtype = ufuncs.result_dtype(xp, *arrays)
-    return xp.concat([namespace.asarray(xp, a, dtype) for a in arrays], axis=axis)
+    return xp.concat(namespace.asarrays(xp, dtype, *arrays), axis=axis)
 
 
 def _split_shape(
@@ -195,9 +195,10 @@ def _broadcast_to_impl(xp, x, *, shape):
 def _repeat_impl(xp, x, *, repeats, axis):
     if xp is np:
         return np.repeat(x, repeats, axis=axis)
+    x = namespace.asarray(xp, x)
     if not isinstance(repeats, int):
-        repeats = xp.asarray(repeats, dtype=xp.int64)
-    return xp.repeat(namespace.asarray(xp, x), repeats, axis=axis)
+        repeats = xp.asarray(repeats, dtype=xp.int64, device=namespace.device_of(x))
+    return xp.repeat(x, repeats, axis=axis)
 
 
 def _diagonal_impl(xp, x, *, offset, axis1, axis2):

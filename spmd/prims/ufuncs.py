@@ -75,7 +75,7 @@ def _extreme(largest: bool):
     def rule(xp, x, y, dtype):
         if dtype.kind != "c":
             return (xp.maximum if largest else xp.minimum)(x, y)
-        x, y = ns.asarray(xp, x, dtype), ns.asarray(xp, y, dtype)
+        x, y = ns.asarrays(xp, dtype, x, y)
         x, y = xp.broadcast_arrays(x, y)
         first = _complex_order(xp, x, y) if largest else _complex_order(xp, y, x)
         out = xp.where(first, x, y)
@@ -91,7 +91,7 @@ def _comparison(name: str):
     def rule(xp, x, y, dtype):
         if dtype.kind != "c":
             return getattr(xp, standard)(x, y)
-        x, y = ns.asarray(xp, x, dtype), ns.asarray(xp, y, dtype)
+        x, y = ns.asarrays(xp, dtype, x, y)
         if name in ("greater", "less_equal"):
             above = _complex_order(xp, x, y)
             return above if name == "greater" else ~above & ~xp.isnan(x) & ~xp.isnan(y)
@@ -153,7 +153,7 @@ def generic_ufunc(ufunc: np.ufunc, name: str, xp, *args):
     result NumPy gives: operands in the loop's dtypes, the result in the loop's."""
     dtypes = loop_dtypes(ufunc, tuple(_operand_key(xp, a) for a in args))
     inputs = ns.operands(xp, args, dtypes[: ufunc.nin])
-    if all(ns.is_scalar(a) for a in inputs):
+    if all(ns.is_scalar(a) for a in inputs):  # not from a program: eval_program gives arrays
         inputs[0] = ns.asarray(xp, inputs[0], dtypes[0])
     if ufunc.__name__.startswith("logical_"):
         inputs = [a if ns.numpy_dtype(xp, a) == np.bool_ else a != 0 for a in inputs]
@@ -179,9 +179,9 @@ def logistic(xp, x, dtype: np.dtype):
 
 def where(xp, condition, x, y, dtype: np.dtype):
     """NumPy's ``where`` with the result in ``dtype``."""
-    condition = ns.asarray(xp, condition, np.dtype(bool))
-    x, y = ns.asarray(xp, x, dtype), ns.asarray(xp, y, dtype)
-    return xp.where(condition, x, y)
+    device = next((ns.device_of(a) for a in (condition, x, y) if not ns.is_scalar(a)), None)
+    condition = ns.asarray(xp, condition, np.dtype(bool), device)
+    return xp.where(condition, ns.asarray(xp, x, dtype, device), ns.asarray(xp, y, dtype, device))
 
 
 def _round_float(xp, x, decimals: int):
