@@ -30,7 +30,7 @@ except ImportError:  # CI's oldest-Python pass has no torch
     torch_namespace = None
 
 NAMESPACES = {"array_api_strict": array_api_strict, "torch": torch_namespace}
-MISSING = {"torch": "torch is not installed (pip install torch, or the 'torch' extra)"}
+MISSING = {"torch": "torch or array-api-compat is not installed (the torch extra installs both)"}
 
 # How many (row, dtype) runs each namespace passes at least: a namespace that loses rows (a
 # dtype dropped from dtypes_held, rows that stop tracing) fails test_rows_each_namespace_runs.

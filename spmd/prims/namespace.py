@@ -13,7 +13,6 @@ from __future__ import annotations
 import math
 from functools import lru_cache
 
-import array_api_compat as compat
 import numpy as np
 
 # Every dtype spmd holds (spmd/core/aval.py: bool, integer, float and complex).
@@ -44,14 +43,34 @@ _SCALAR_DTYPES = {bool: np.dtype(bool), int: np.dtype(np.int64), float: np.dtype
                   complex: np.dtype(np.complex128)}  # fmt: skip
 
 
+def _compat():
+    """array_api_compat, or None: it comes with the torch and cupy extras, and neither NumPy
+    nor array_api_strict needs it."""
+    try:
+        import array_api_compat
+    except ImportError:
+        return None
+    return array_api_compat
+
+
+def _is(kind: str, xp) -> bool:
+    """Whether ``xp`` is the namespace of ``kind`` ("numpy", "torch", "cupy"), by
+    array_api_compat's ``is_<kind>_namespace``."""
+    compat = _compat()
+    return compat is not None and getattr(compat, f"is_{kind}_namespace")(xp)
+
+
 def is_numpy(xp) -> bool:
     """Whether ``xp`` is NumPy (itself, or array-api-compat's wrapper of it)."""
-    return xp is np or compat.is_numpy_namespace(xp)
+    return xp is np or _is("numpy", xp)
 
 
-def namespace_of(*arrays):
-    """The namespace of the arrays among ``arrays`` (Python scalars are skipped)."""
-    return compat.array_namespace(*(a for a in arrays if not isinstance(a, _PYTHON_SCALARS)))
+def is_torch(xp) -> bool:
+    return _is("torch", xp)
+
+
+def is_cupy(xp) -> bool:
+    return _is("cupy", xp)
 
 
 @lru_cache(maxsize=64)
@@ -69,7 +88,7 @@ def dtypes_held(xp) -> frozenset[np.dtype]:
     for dtype in DTYPES:
         if getattr(xp, dtype.name if dtype != np.bool_ else "bool", None) is not None:
             held.add(dtype)
-    if compat.is_torch_namespace(xp):
+    if is_torch(xp):
         held -= {np.dtype(np.uint16), np.dtype(np.uint32), np.dtype(np.uint64)}
     return frozenset(held)
 
@@ -110,7 +129,7 @@ def is_scalar(x) -> bool:
 
 def device_of(x):
     """The device an array lives on (None for a Python scalar: the namespace's default)."""
-    return None if is_scalar(x) else compat.device(x)
+    return None if is_scalar(x) else x.device
 
 
 def asarray(xp, x, dtype=None, device=None):
@@ -317,10 +336,10 @@ def scatter_add_flat(xp, n: int, positions, updates):
     """A flat array of ``n`` zeros with ``updates`` added at ``positions`` (1-D, same length),
     summed where a position repeats."""
     dtype = numpy_dtype(xp, updates)
-    if compat.is_torch_namespace(xp):
+    if is_torch(xp):
         out = xp.zeros(n, dtype=updates.dtype, device=updates.device)
         return out.index_put_((positions,), updates, accumulate=True)
-    if compat.is_cupy_namespace(xp):
+    if is_cupy(xp):
         import cupyx
 
         out = xp.zeros(n, dtype=updates.dtype, device=device_of(updates))
