@@ -56,11 +56,22 @@ Entry = int | Slice | IndexArray | None | type(Ellipsis)
 def _positive_step(xp, x, axis: int, entry: Slice):
     """``x`` and a slice with a positive step that reads what ``entry`` reads along ``axis``
     (a negative step reads the flipped axis forwards: not every namespace slices backwards)."""
-    if entry.step > 0:
-        return x, entry.to_slice()
     n = x.shape[axis]
+    if entry.step > 0:
+        return x, _in_bounds(entry.to_slice(), n)
     stop = n if entry.stop is None else n - 1 - entry.stop
-    return xp.flip(x, axis=axis), slice(n - 1 - entry.start, stop, -entry.step)
+    return xp.flip(x, axis=axis), _in_bounds(slice(n - 1 - entry.start, stop, -entry.step), n)
+
+
+def _in_bounds(s: slice, n: int) -> slice:
+    """``s`` (a positive step) with its bounds inside an axis of ``n`` (the standard leaves
+    out-of-range bounds unspecified; a block's slice may reach past its end)."""
+    start, stop, step = s.indices(n)
+    if n == 0:
+        return slice(None)
+    if start >= stop:
+        return slice(0, 0, 1)
+    return slice(start, None if stop >= n else stop, step)
 
 
 def _wrapped(xp, i, size: int, device):

@@ -11,7 +11,6 @@ as it judges a traced body.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -26,6 +25,7 @@ from spmd.core.trace import (
     aval_of,
     tracing,
 )
+from spmd.core.varying import result_varying
 from spmd.prims.collective import COLLECTIVES, axis_index_p
 from spmd.runtime.buffers import host_view, on_device
 from spmd.runtime.collectives import run_collective
@@ -55,7 +55,9 @@ class BlocksTrace(Trace):
         self.active = True
 
     def new_value(self, blocks: list, varying: Varying) -> BlocksTracer:
-        return BlocksTracer(self, aval_of(blocks[0]), blocks, varying)
+        first, device = blocks[0], self.devices[0]
+        aval = ShapedArray(tuple(first.shape), device.library.dtype_of(first))
+        return BlocksTracer(self, aval, blocks, varying)
 
     def _blocks(self, x: Any) -> list:
         if isinstance(x, BlocksTracer) and x._trace is self:
@@ -64,7 +66,12 @@ class BlocksTrace(Trace):
             raise x._escaped("in a shard_map body running on concrete blocks")
         if type(x) in (bool, int, float, complex):
             return [x] * len(self.devices)
-        value = np.asarray(x)  # a closed-over value: replicated
+        return self.replicated(x)  # a closed-over value
+
+    def replicated(self, x: Any) -> list:
+        """``x`` (a host value or an Array) as one block per device of this process."""
+        value = np.array(x)  # a copy the devices may share: nobody else writes to it
+        value.flags.writeable = False
         return [on_device(d, value) for d in self.devices]
 
     def process(self, primitive: Primitive, args: tuple, params: dict) -> Any:
@@ -83,12 +90,8 @@ class BlocksTrace(Trace):
             results = [self._axis_index(params["axes"])]
         else:
             results = self._per_block(primitive, operands, params, len(out_avals))
-        rule = primitive.rules.varying
         varying = [a.varying if isinstance(a, BlocksTracer) else frozenset() for a in args]
-        if rule is not None:
-            out_varying = rule(SimpleNamespace(params=params), varying)
-        else:
-            out_varying = [frozenset().union(*varying)] * len(out_avals)
+        out_varying = result_varying(primitive, params, varying, len(out_avals))
         tracers = [
             BlocksTracer(self, aval, self._as_dtype(blocks, aval), v)
             for aval, blocks, v in zip(out_avals, results, out_varying, strict=True)

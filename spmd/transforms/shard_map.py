@@ -14,8 +14,6 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
-
 from spmd.core.aval import ShapedArray
 from spmd.core.axis_env import binding, bound_axes, pmap_levels
 from spmd.core.primitive import Primitive, Rules
@@ -149,11 +147,10 @@ class ShardMapped:
             )
         devices = trace.devices
         out_leaves, out_tree = tree_flatten(out)
-        values = [
-            x if isinstance(x, BlocksTracer) else trace.new_value([np.asarray(x)] * len(devices),
-                                                                  frozenset())
+        values = [  # a result that is not the body's value (a constant): on every device
+            x if isinstance(x, BlocksTracer) else trace.new_value(trace.replicated(x), frozenset())
             for x in out_leaves
-        ]  # fmt: skip
+        ]
         out_specs = self._out_specs(out)
         self._check_results(out_tree, len(values), len(out_specs))
         results = []
@@ -165,8 +162,8 @@ class ShardMapped:
             layout = value_layout(mesh, dims, aval.shape)
             blocks = [layout.blocks[p] for p in trace.positions]
             first = {}
-            for block, data in zip(blocks, value.blocks, strict=True):  # replicas: the first's
-                first.setdefault(block, _read_only(data))
+            for block, data, device in zip(blocks, value.blocks, devices, strict=True):
+                first.setdefault(block, device.library.freeze(data))  # replicas: the first's
             buffers = {d: first[b] for d, b in zip(devices, blocks, strict=True)}
             results.append(
                 Array._from_buffers(NamedSharding(mesh, spec), buffers, aval.shape, aval.dtype)
@@ -303,13 +300,6 @@ def _dims(mesh: Mesh, spec, aval, who: str, argument: str) -> Dims:
                 f"axes {mesh.axis_names!r}."
             )
     return spec.dims(aval.ndim)
-
-
-def _read_only(block: np.ndarray) -> np.ndarray:
-    if block.flags.writeable:
-        block = block.view()
-        block.flags.writeable = False
-    return block
 
 
 def _blocks(mesh: Mesh, dims: Dims, shape) -> list[tuple[int, ...]]:
