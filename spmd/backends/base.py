@@ -71,9 +71,10 @@ class Backend:
         """``buffer`` converted to NumPy's ``dtype`` (a new buffer)."""
         return self.xp.astype(buffer, self.native_dtype(dtype))
 
-    def dtypes_held(self) -> frozenset[np.dtype] | None:
-        """The dtypes this backend computes with (None: all of spmd's)."""
-        return None
+    def dtypes_stored(self) -> frozenset[np.dtype]:
+        """spmd's dtypes this library has arrays of (which it may not compute every
+        operation on: PyTorch stores uint32 but cannot add it)."""
+        return frozenset(_native_dtypes(self))
 
     def __repr__(self) -> str:
         return f"<spmd backend {self.name} ({self.platform})>"

@@ -27,7 +27,8 @@ class TorchBackend(Backend):
     def from_numpy(self, array: np.ndarray, index: int) -> torch.Tensor:
         with warnings.catch_warnings():  # read-only arrays: nobody writes to either after
             warnings.simplefilter("ignore", UserWarning)
-            tensor = torch.from_numpy(np.ascontiguousarray(array))
+            plain = array.flags.c_contiguous and min(array.strides, default=0) >= 0
+            tensor = torch.from_numpy(array if plain else array.copy())
         if self.device_type == "cpu":
             return tensor
         return tensor.to(f"cuda:{index}")

@@ -15,6 +15,8 @@ from functools import lru_cache
 
 import numpy as np
 
+from spmd.errors import SpmdTypeError
+
 # Every dtype spmd holds (spmd/core/aval.py: bool, integer, float and complex).
 DTYPES = tuple(
     np.dtype(d)
@@ -98,7 +100,12 @@ def _dtype_for(xp, dtype: np.dtype):
     name = "bool" if dtype == np.bool_ else dtype.name
     found = getattr(xp, name, None)
     if found is None:
-        raise TypeError(f"the array namespace {xp.__name__} has no dtype {dtype}")
+        raise SpmdTypeError(
+            f"the array namespace {xp.__name__} has no {dtype} arrays, so a device computing "
+            f"with it cannot hold this value; cast to a dtype it has (its dtypes: "
+            f"{', '.join(sorted(str(d) for d in dtypes_held(xp)))}), or choose another backend "
+            f"with SPMD_BACKEND."
+        )
     return found
 
 

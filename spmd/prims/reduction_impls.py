@@ -31,6 +31,11 @@ def _kept(xp, out, shape, axes, keepdims: bool):
 
 
 def _sum(xp, fn, x, axes, keepdims, dtype: np.dtype):
+    if dtype.kind == "u" and dtype not in ns.dtypes_held(xp):
+        # a library that stores these but has no arithmetic on them (PyTorch): int64 holds
+        # the same bits modulo 2**64, and the cast back wraps as NumPy's sum does
+        total = _sum(xp, fn, x, axes, keepdims, np.dtype(np.int64))
+        return ns.astype(xp, total, dtype)
     x = ns.astype(xp, x, dtype)
     if not axes:
         return x

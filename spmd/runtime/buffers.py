@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from spmd.errors import SpmdTypeError
 from spmd.sharding.device import Device
 
 
@@ -25,9 +26,18 @@ def on_device(device: Device, array: np.ndarray) -> Any:
     array is someone's who may still write to it, so it is copied)."""
     if device.backend == "numpy":
         return array
-    if isinstance(array, np.ndarray) and array.flags.writeable:
+    array = np.asarray(array)
+    library = device.library
+    if array.dtype not in library.dtypes_stored():
+        raise SpmdTypeError(
+            f"the {library.name} backend has no {array.dtype} arrays, so {device} cannot hold "
+            f"this {array.dtype}{list(array.shape)} value; cast it to a dtype it has "
+            f"({', '.join(sorted(d.name for d in library.dtypes_stored()))}), or choose another "
+            f"backend with SPMD_BACKEND."
+        )
+    if array.flags.writeable:
         array = np.array(array, copy=True)
-    return device.library.from_numpy(np.asarray(array), device.local_index)
+    return library.from_numpy(array, device.local_index)
 
 
 def host_views(buffers: dict[Device, Any]) -> dict[Device, np.ndarray]:
@@ -41,3 +51,13 @@ def on_devices(arrays: dict[Device, np.ndarray]) -> dict[Device, Any]:
 def frozen_on(device: Device, buffer: Any) -> Any:
     """``buffer`` (a device's own array, just computed) kept read-only from now on."""
     return device.library.freeze(buffer)
+
+
+def cannot_compute(backend: str, what: str, error: NotImplementedError) -> SpmdTypeError:
+    """The error for a library that has no kernel for an operation on some dtype (PyTorch
+    stores uint16, uint32 and uint64 tensors but cannot add them)."""
+    return SpmdTypeError(
+        f"{what} on the {backend} backend: {error}. That library cannot compute this on these "
+        f"dtypes; cast the operands to a dtype it computes with (int64, float32, ...), or "
+        f"choose another backend with SPMD_BACKEND."
+    )

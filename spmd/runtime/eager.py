@@ -11,7 +11,7 @@ import numpy as np
 from spmd.core.primitive import Primitive
 from spmd.core.trace import aval_of
 from spmd.runtime.array import Array
-from spmd.runtime.buffers import host_view, on_device
+from spmd.runtime.buffers import cannot_compute, host_view, on_device
 from spmd.sharding.device import Device, default_device
 from spmd.sharding.named import NamedSharding, Sharding, SingleDeviceSharding
 from spmd.sharding.spec import PartitionSpec
@@ -123,7 +123,10 @@ def run_eagerly(primitive: Primitive, args: tuple, params: dict) -> Any:
     out_avals = primitive.rules.shape(*avals, **params)
     device = _device_of(args)
     operands = [_operand(a, device) for a in args]
-    out = primitive.rules.impl(device.library.xp, *operands, **params)
+    try:
+        out = primitive.rules.impl(device.library.xp, *operands, **params)
+    except NotImplementedError as error:
+        raise cannot_compute(device.backend, primitive.name, error) from None
     if primitive.multiple_results:
         return wrap_results(out, out_avals, args, primitive, device, operands)
     return wrap_results([out], [out_avals], args, primitive, device, operands)[0]

@@ -25,7 +25,7 @@ import numpy as np
 
 from spmd.core.program import Literal, Var
 from spmd.runtime.array import Array
-from spmd.runtime.buffers import host_view, on_device
+from spmd.runtime.buffers import cannot_compute, host_view, on_device
 from spmd.runtime.collectives import run_collective
 from spmd.runtime.communicator import Communicator, communicator_for
 from spmd.runtime.cores import blas_threads, contractions_one_at_a_time, core_count, observed
@@ -302,7 +302,10 @@ def _call(step: Compute, index: int, reuse: int | None, last_use: dict[Var, int]
             target = values[reuse]
             if type(target) is np.ndarray and target.flags.writeable and target.ndim:
                 params = {**params, "out": target}
-        out = fn(*values, **params)
+        try:
+            out = fn(*values, **params)
+        except NotImplementedError as error:
+            raise cannot_compute(library.name, step.eqn.primitive.name, error) from None
         for var, value in zip(step.outputs, out if multiple else (out,), strict=True):
             env[var][position] = value
         for var in dying:

@@ -27,7 +27,7 @@ from spmd.core.trace import (
 )
 from spmd.core.varying import result_varying
 from spmd.prims.collective import COLLECTIVES, axis_index_p
-from spmd.runtime.buffers import host_view, on_device
+from spmd.runtime.buffers import cannot_compute, host_view, on_device
 from spmd.runtime.collectives import run_collective
 from spmd.runtime.communicator import communicator_for
 from spmd.runtime.messages import Speaker, fingerprint, speaking_for
@@ -106,7 +106,10 @@ class BlocksTrace(Trace):
         per_position = []
         each = zip(*operands, strict=True) if operands else [()] * len(self.devices)
         for device, blocks in zip(self.devices, each, strict=True):
-            out = impl(device.library.xp, *blocks, **params)
+            try:
+                out = impl(device.library.xp, *blocks, **params)
+            except NotImplementedError as error:
+                raise cannot_compute(device.backend, primitive.name, error) from None
             per_position.append(list(out) if primitive.multiple_results else [out])
         return [[outs[k] for outs in per_position] for k in range(count)]
 
