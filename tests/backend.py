@@ -4,13 +4,19 @@ raise the clear SpmdTypeError that names the backend; nothing else passes."""
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 import spmd
 from spmd.prims.namespace import dtypes_held
 
-BACKEND = spmd.devices()[0].backend
-HELD = dtypes_held(spmd.devices()[0].library.xp)
+
+@functools.cache
+def held() -> frozenset[np.dtype]:
+    """The dtypes the devices' backend computes with (asked at first use: a multi-process
+    worker imports this before it joins the processes and lists devices)."""
+    return dtypes_held(spmd.devices()[0].library.xp)
 
 
 def _dtypes(values) -> set[np.dtype]:
@@ -25,7 +31,7 @@ def _dtypes(values) -> set[np.dtype]:
 
 def needs_missing_dtype(*values) -> bool:
     """Whether ``values`` (arrays, or lists and tuples of them) hold a dtype the backend lacks."""
-    return not _dtypes(values) <= HELD
+    return not _dtypes(values) <= held()
 
 
 def refused_by_backend(error: BaseException) -> bool:

@@ -279,6 +279,6 @@ axis_slice_p = Primitive(
     "axis_slice",
     Rules(
         shape=_axis_slice_shape,
-        impl=lambda xp, x, *, axis, index=0: x[(slice(None),) * axis + (index,)],
+        impl=lambda xp, x, *, axis, index=0: x[(slice(None),) * axis + (index, ...)],
     ),
 )

@@ -108,7 +108,7 @@ def execute(
             with speaking_for(prepared.speakers.get(index, EAGER)):
                 env[step.output] = _collective(step, env, mesh, positions, comm)
         elif isinstance(step, PerDevice):
-            env[step.var] = {p: on_device(devices[p], step.values[p]) for p in positions}
+            env[step.var] = {p: _on(devices[p], step.values[p]) for p in positions}
         elif isinstance(step, Alias):
             env[step.dst] = env[step.src]
         elif isinstance(step, FromHost):
@@ -312,6 +312,12 @@ def _call(step: Compute, index: int, reuse: int | None, last_use: dict[Var, int]
             del env[var][position]
 
     return call
+
+
+def _on(device, value: Any) -> Any:
+    """A host value as ``device``'s code takes it: a Python scalar stays one (it promotes
+    weakly), anything else becomes the device's array."""
+    return value if type(value) in _PYTHON_SCALARS else on_device(device, value)
 
 
 def _constant(value: Any):

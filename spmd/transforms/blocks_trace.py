@@ -174,9 +174,10 @@ class BlocksTracer(Tracer):
         for device, coords, block in zip(
             self._trace.devices, self._trace.coordinates(), self.blocks, strict=True
         ):
+            shown = np.asarray(host_view(device, block))  # NumPy's print, on any backend
             entries.append(
                 f"On {device.platform}:{device.id} at mesh coordinates ({names}) = "
-                f"{coords}:\n{block}\n"
+                f"{coords}:\n{shown}\n"
             )
         return "\n".join(entries)
 
