@@ -16,6 +16,10 @@ from spmd.sharding.device import Device, process_index
 from spmd.sharding.layout import bounds_to_slices
 from spmd.sharding.named import NamedSharding, Sharding, SingleDeviceSharding
 
+# device_put, installed by spmd/runtime/put.py (which builds Arrays, so an import of it here
+# would be a circle); rows of an Array are placed with it.
+device_put: Any = None
+
 
 @dataclass(frozen=True)
 class Shard:
@@ -217,8 +221,6 @@ class Array(ArrayMethods):
         """Rows as Arrays, laid out as this array's trailing dimensions are."""
         if not self._shape:
             raise SpmdTypeError("iteration over a 0-d spmd.Array; use it as a scalar instead")
-        from spmd.runtime.put import device_put
-
         sharding = _row_sharding(self._sharding)
         value = self._value()
         return (device_put(value[i], sharding) for i in range(self._shape[0]))

@@ -9,6 +9,7 @@ import numpy as np
 
 from spmd.core.aval import host_array
 from spmd.errors import ShapeError, ShardingError, SpmdTypeError, aval_str
+from spmd.runtime import array as _array_module
 from spmd.runtime.array import Array
 from spmd.runtime.buffers import host_views, on_device, on_devices
 from spmd.runtime.communicator import communicator_for
@@ -209,3 +210,6 @@ def _same_blocks(src: Layout, dst: Layout) -> bool:
     if len(src.devices) != len(dst.devices) or set(src.devices) != set(dst.devices):
         return False
     return all(src.device_bounds(d) == dst.device_bounds(d) for d in dst.devices)
+
+
+_array_module.device_put = device_put  # Array.__iter__ places its rows with it
