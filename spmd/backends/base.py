@@ -49,6 +49,13 @@ class Backend:
         caller only reads it."""
         raise NotImplementedError
 
+    def result(self, value: Any, dtype: np.dtype, index: int) -> Any:
+        """A value device ``index`` computed, as an Array holds it: this library's array (a
+        scalar made one), frozen; None if its dtype is not ``dtype`` (a broken rule)."""
+        if not self.is_buffer(value):
+            value = self.from_numpy(np.asarray(value, dtype), index)
+        return self.freeze(value) if self.dtype_of(value) == dtype else None
+
     def freeze(self, buffer: Any) -> Any:
         """``buffer`` kept read-only from now on. Buffers are immutable by ownership: the
         executor writes only into buffers it made in the same run, so only a library that

@@ -20,6 +20,11 @@ class NumpyBackend(Backend):
     def to_numpy(self, buffer: Any) -> np.ndarray:
         return buffer
 
+    def result(self, value: Any, dtype: np.dtype, index: int) -> np.ndarray | None:
+        if type(value) is not np.ndarray:  # NumPy gives scalars for 0-d results
+            value = np.asarray(value, dtype)
+        return self.freeze(value) if value.dtype == dtype else None
+
     def freeze(self, buffer: np.ndarray) -> np.ndarray:
         if buffer.flags.writeable:
             if not buffer.flags.owndata and buffer.base is not None:

@@ -55,13 +55,6 @@ def _operand(x: Any, device: Device) -> Any:
     return value if device.backend == "numpy" else on_device(device, np.asarray(value))
 
 
-def _kept(value: Any, operands: Sequence[Any], device: Device) -> Any:
-    """A result as an Array may hold it: read-only, and never a caller's own array."""
-    if device.backend == "numpy" and any(value is op for op in operands):
-        return np.array(value, copy=True)  # an operation that gave back its operand
-    return device.library.freeze(value)
-
-
 def wrap_results(
     values: Sequence[Any],
     avals: Sequence[Any],
@@ -75,19 +68,20 @@ def wrap_results(
     library = device.library
     results = []
     for value, aval in zip(values, avals, strict=True):
-        if not library.is_buffer(value):  # a scalar (NumPy gives them for 0-d results)
-            value = on_device(device, np.asarray(value, aval.dtype))
-        if library.dtype_of(value) != aval.dtype or tuple(value.shape) != aval.shape:
+        if device.backend == "numpy" and any(value is op for op in operands):
+            value = np.array(value, copy=True)  # an operation that gave back its operand
+        kept = library.result(value, aval.dtype, device.local_index)
+        if kept is None or tuple(kept.shape) != aval.shape:
+            got = np.asarray(host_view(device, value))
             raise RuntimeError(
-                f"internal error in {who}: computed {library.dtype_of(value)}"
-                f"{list(value.shape)} but its shape rule promised {aval}; please report this."
+                f"internal error in {who}: computed {got.dtype}{list(got.shape)} but its "
+                f"shape rule promised {aval}; please report this."
             )
         sharding = result_sharding(inputs, aval.shape)
         if sharding.device_set == {device}:
-            kept = _kept(value, operands, device)
             results.append(Array._from_buffers(sharding, {device: kept}, aval.shape, aval.dtype))
         else:
-            results.append(device_put(np.asarray(host_view(device, value)), sharding))
+            results.append(device_put(np.asarray(host_view(device, kept)), sharding))
     return results
 
 

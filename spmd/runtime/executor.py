@@ -167,15 +167,13 @@ def _as_array(sharding: NamedSharding, buffers: dict, aval, mesh) -> Array:
     devices = mesh.devices.flat
     for position, buffer in buffers.items():
         device = devices[position]
-        library = device.library
-        if not library.is_buffer(buffer):  # a scalar (NumPy gives them for 0-d results)
-            buffer = on_device(device, np.asarray(buffer, aval.dtype))
-        if library.dtype_of(buffer) != aval.dtype:
+        kept = device.library.result(buffer, aval.dtype, device.local_index)
+        if kept is None:
             raise RuntimeError(
-                f"internal error: a device computed {library.dtype_of(buffer)}"
+                f"internal error: a device computed {device.library.dtype_of(buffer)}"
                 f"{list(buffer.shape)} for {aval}; please report this."
             )
-        owned[device] = library.freeze(buffer)
+        owned[device] = kept
     return Array._from_buffers(sharding, owned, aval.shape, aval.dtype)
 
 
