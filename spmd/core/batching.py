@@ -33,7 +33,6 @@ class BatchTrace(Trace):
         self.size = size
         self.axis_name = axis_name
         self.active = True
-        self.own_axis: Any = None  # (primitive, values, dims, params) -> (out, dim), set by vmap
 
     def pair(self, x: Any) -> tuple[Any, int | None]:
         if isinstance(x, BatchTracer) and x._trace is self:
@@ -46,9 +45,12 @@ class BatchTrace(Trace):
         dims = [d for _, d in pairs]
         axes = params.get("axes") if isinstance(params.get("axes"), tuple) else ()
         if self.axis_name is not None and self.axis_name in axes:
+            rule = primitive.rules.own_axis
             with tracing(self.parent):
-                out, out_dim = self.own_axis(primitive, values, dims, params)
-            return self.wrap(out, out_dim)
+                done = None if rule is None else rule(self, values, dims, params)
+            if done is None:
+                self._no_own_axis(primitive, axes)
+            return self.wrap(*done)
         if all(d is None for d in dims):
             with tracing(self.parent):
                 return primitive.bind(*values, **params)
@@ -63,6 +65,14 @@ class BatchTrace(Trace):
         if primitive.multiple_results:
             return [self.wrap(o, d) for o, d in zip(out, out_dims, strict=True)]
         return self.wrap(out, out_dims)
+
+    def _no_own_axis(self, primitive: Primitive, axes: tuple) -> None:
+        rest = tuple(a for a in axes if a != self.axis_name)
+        raise SpmdTypeError(
+            f"vmap: {primitive.name} over the vmapped axis {self.axis_name!r}"
+            + (f" together with mesh axes {rest!r}" if rest else "")
+            + " is not supported; psum, pmean, pmax, pmin, all_gather and axis_index are."
+        )
 
     def wrap(self, value: Any, dim: int | None) -> Any:
         return value if dim is None else BatchTracer(self, value, dim)

@@ -2,11 +2,36 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from spmd.core.trace import current_trace
+
+
+@dataclass(frozen=True)
+class CollectiveRules:
+    """One collective's record (spmd/prims/collective.py holds them): what the per-device
+    lowering, the executor, the blocks trace and printed programs ask of it.
+
+    ``name`` is how a program writes it (psum, all_gather, ..., broadcast); ``kind`` is what
+    it does, for printing and counting ("all-reduce", "all-gather", ...);
+    ``bytes(params, avals)`` is the bytes it moves between devices given each device
+    position's block aval; ``run(comm, mesh, buffers, shapes, params)`` runs it on this
+    process's devices' NumPy ``buffers`` (by device) through the Communicator ``comm``'s
+    verbs (all_reduce, reduce_scatter, all_gather, all_to_all, permute, broadcast), with
+    ``shapes`` every mesh position's block shape, and returns the results by device.
+    """
+
+    name: str
+    kind: str
+    bytes: Callable[[dict, Sequence], int]
+    run: Callable[..., dict]
+
+    def written(self, params: dict) -> str:
+        """As the program wrote it: the psum primitive with op "max" is a pmax."""
+        op = params.get("op", "sum")
+        return self.name if op == "sum" else self.name.replace("sum", op)
 
 
 @dataclass(frozen=True)
@@ -23,7 +48,8 @@ class Rules:
     ``out=`` (a dead operand's buffer of the result's shape and dtype, reused); ``ufunc``
     is the NumPy ufunc ``impl`` applies, if that is all it does; ``calls_blas`` says ``impl``
     runs on BLAS threads (contractions), which the executor shares out among devices;
-    ``jvp``, ``transpose`` and ``batch`` serve grad, vjp, jvp and vmap.
+    ``jvp``, ``transpose`` and ``batch`` serve grad, vjp, jvp and vmap; ``own_axis`` serves
+    vmap for a collective over the vmapped axis; ``collective`` is a collective's record.
     """
 
     shape: Callable[..., Any]
@@ -47,6 +73,11 @@ class Rules:
     jvp: Callable[..., Any] | None = None
     transpose: Callable[..., Any] | None = None
     batch: Callable[..., Any] | None = None
+    # own_axis(trace, values, dims, params) -> (out, out_dim): a collective (or axis_index)
+    # over a vmap's own axis name, which acts on the batch dimension (spmd/core/batching.py).
+    own_axis: Callable[..., Any] | None = None
+    # A collective's record (None: not one): its kind, bytes and runner.
+    collective: CollectiveRules | None = None
 
 
 _BY_NAME: dict[str, Primitive] = {}

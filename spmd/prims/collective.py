@@ -2,8 +2,9 @@
 
 Each names the mesh axes it spans (``axes``) and the number of devices in a group
 (``size``). They have no single-device implementation: the partitioner turns them into
-Collective steps that the executor runs through its Communicator
-(spmd/runtime/collectives.py). Each one's ``varying`` rule says how it changes the set of
+Collective steps that the executor runs through its Communicator with the runner of the
+collective's record (``rules.collective``, spmd/prims/collective_records.py, which also
+holds its kind and bytes). Each one's ``varying`` rule says how it changes the set of
 mesh axes a value differs over, which shard_map's replication check follows.
 """
 
@@ -19,7 +20,8 @@ from spmd.core.axis_env import group_size
 from spmd.core.primitive import Primitive, Rules
 from spmd.core.trace import Tracer, aval_of
 from spmd.errors import ShapeError, aval_str
-from spmd.prims.derivatives import batch_size, batch_to_front, bind, convert, linear_jvp
+from spmd.prims.collective_records import ALL_GATHER, ALL_TO_ALL, PPERMUTE, PSUM, PSUM_SCATTER
+from spmd.prims.derivatives import batch_size, batch_to_front, bind, convert, linear_jvp, moveaxis
 
 
 def no_impl(name: str):
@@ -98,6 +100,44 @@ def _axis_index_shape(*, axes, size) -> ShapedArray:
 
 def _collective(name: str, shape, varying, **rules) -> Primitive:
     return Primitive(name, Rules(shape=shape, impl=no_impl(name), varying=varying, **rules))
+
+
+# --- over a vmap's own axis ----------------------------------------------------------------
+# A collective whose axes include the vmap's axis name acts on the batch dimension
+# (spmd/core/batching.py); None: not supported.
+
+
+def _rest(trace, params) -> tuple[str, ...]:
+    return tuple(a for a in params["axes"] if a != trace.axis_name)
+
+
+def _psum_own_axis(trace, values, dims, params):
+    x = batch_to_front(values[0], dims[0], trace.size)
+    reduce = {"sum": "reduce_sum", "max": "reduce_max", "min": "reduce_min"}[params["op"]]
+    out = bind(reduce, x, axes=(0,), keepdims=False)
+    rest = _rest(trace, params)
+    if rest:
+        out = psum_p.bind(out, axes=rest, size=params["size"] // trace.size, op=params["op"])
+    return out, None
+
+
+def _all_gather_own_axis(trace, values, dims, params):
+    if _rest(trace, params):
+        return None
+    x = batch_to_front(values[0], dims[0], trace.size)
+    if not params["tiled"]:
+        return moveaxis(x, 0, params["axis"]), None
+    shape = aval_of(x).shape[1:]
+    x = moveaxis(x, 0, params["axis"])
+    merged = list(shape)
+    merged[params["axis"]] *= trace.size
+    return bind("reshape", x, new_sizes=tuple(merged)), None
+
+
+def _axis_index_own_axis(trace, values, dims, params):
+    if _rest(trace, params):
+        return None
+    return bind("iota", size=trace.size, start=0, step=1, dtype=np.dtype(np.int32)), 0
 
 
 # --- derivatives -----------------------------------------------------------------------------
@@ -218,6 +258,8 @@ psum_p = _collective(
     jvp=_psum_jvp,
     transpose=_psum_transpose,
     batch=_same_dim("psum"),
+    own_axis=_psum_own_axis,
+    collective=PSUM,
 )
 all_gather_p = _collective(
     "all_gather",
@@ -226,6 +268,8 @@ all_gather_p = _collective(
     jvp=linear_jvp("all_gather"),
     transpose=_all_gather_transpose,
     batch=_shifted("all_gather", "axis"),
+    own_axis=_all_gather_own_axis,
+    collective=ALL_GATHER,
 )
 psum_scatter_p = _collective(
     "psum_scatter",
@@ -234,6 +278,7 @@ psum_scatter_p = _collective(
     jvp=_psum_scatter_jvp,
     transpose=_psum_scatter_transpose,
     batch=_shifted("psum_scatter", "scatter_dimension"),
+    collective=PSUM_SCATTER,
 )
 # perm: (source, destination) pairs of linear indices over ``axes`` in mesh order
 ppermute_p = _collective(
@@ -243,6 +288,7 @@ ppermute_p = _collective(
     jvp=linear_jvp("ppermute"),
     transpose=_ppermute_transpose,
     batch=_same_dim("ppermute"),
+    collective=PPERMUTE,
 )
 all_to_all_p = _collective(
     "all_to_all",
@@ -251,8 +297,11 @@ all_to_all_p = _collective(
     jvp=linear_jvp("all_to_all"),
     transpose=_all_to_all_transpose,
     batch=_shifted("all_to_all", "split_axis", "concat_axis"),
+    collective=ALL_TO_ALL,
 )
-axis_index_p = _collective("axis_index", _axis_index_shape, _adds_axes)
+axis_index_p = _collective(
+    "axis_index", _axis_index_shape, _adds_axes, own_axis=_axis_index_own_axis
+)
 # The same value, now typed as varying over ``axes`` (JAX's pvary): it moves no data.
 pvary_p = Primitive(
     "pvary",
@@ -265,8 +314,6 @@ pvary_p = Primitive(
         batch=_same_dim("pvary"),
     ),
 )
-
-COLLECTIVES = frozenset({psum_p, all_gather_p, psum_scatter_p, ppermute_p, all_to_all_p})
 
 
 def _axis_slice_shape(x: ShapedArray, *, axis: int, index: int = 0) -> ShapedArray:

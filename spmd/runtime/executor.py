@@ -26,7 +26,6 @@ import numpy as np
 from spmd.core.program import Literal, Var
 from spmd.runtime.array import Array
 from spmd.runtime.buffers import cannot_compute, host_view, on_device
-from spmd.runtime.collectives import run_collective
 from spmd.runtime.communicator import Communicator, communicator_for
 from spmd.runtime.cores import blas_threads, contractions_one_at_a_time, core_count, observed
 from spmd.runtime.counting import record
@@ -34,7 +33,6 @@ from spmd.runtime.messages import EAGER, Speaker, fingerprint, speaking_for
 from spmd.runtime.pool import INLINE_BYTES, parallel_map
 from spmd.sharding.device import process_index
 from spmd.sharding.device_program import (
-    COLLECTIVE_KINDS,
     Alias,
     Collective,
     Compute,
@@ -421,11 +419,8 @@ def _collective(step: Collective, env: dict, mesh: Mesh, positions, comm: Commun
             devices[p]: np.asarray(host_view(devices[p], b), atom.aval.dtype)
             for p, b in env[atom].items()
         }
-    if step.name == "broadcast":
-        out = comm.broadcast(held, device_groups(mesh, step.params["axes"]), 0)
-    else:
-        out = run_collective(step.name, step.params, held, step.shapes, mesh, comm)
-    record(COLLECTIVE_KINDS[step.name], step.nbytes)
+    out = step.collective.run(comm, mesh, held, step.shapes, step.params)
+    record(step.kind, step.nbytes)
     return _by_position(out, mesh, positions)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from spmd.core.primitive import CollectiveRules
 from spmd.core.program import Equation, Literal, Program, Var
 from spmd.sharding.mesh import Mesh
 from spmd.sharding.propagate import Propagation
@@ -31,9 +32,10 @@ class Compute:
 
 @dataclass(frozen=True, eq=False)
 class Collective:
-    """A collective a per-device program wrote (psum, all_gather, ...), over mesh axes."""
+    """A collective a per-device program wrote (psum, all_gather, ...), over mesh axes;
+    ``collective`` is its record (kind, bytes, runner: spmd/prims/collective_records.py)."""
 
-    name: str
+    collective: CollectiveRules
     params: dict
     input: Var | Literal
     output: Var
@@ -42,29 +44,17 @@ class Collective:
     reason: str = "written in the per-device program"
 
     @property
+    def name(self) -> str:
+        return self.collective.name
+
+    @property
     def kind(self) -> str:
-        return COLLECTIVE_KINDS[self.name]
+        return self.collective.kind
 
     @property
     def written(self) -> str:
         """The collective as the program wrote it: psum, pmax, all_gather, ..."""
-        return written_collective(self.name, self.params)
-
-
-def written_collective(name: str, params: dict) -> str:
-    """``name`` with its reduction: the psum primitive with op "max" is a pmax."""
-    op = params.get("op", "sum")
-    return name if op == "sum" else name.replace("sum", op)
-
-
-COLLECTIVE_KINDS = {
-    "psum": "all-reduce",
-    "all_gather": "all-gather",
-    "psum_scatter": "reduce-scatter",
-    "all_to_all": "all-to-all",
-    "ppermute": "permute",
-    "broadcast": "broadcast",
-}
+        return self.collective.written(self.params)
 
 
 @dataclass(frozen=True, eq=False)

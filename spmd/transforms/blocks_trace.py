@@ -26,13 +26,11 @@ from spmd.core.trace import (
     tracing,
 )
 from spmd.core.varying import result_varying
-from spmd.prims.collective import COLLECTIVES, axis_index_p
+from spmd.prims.collective import axis_index_p
 from spmd.runtime.buffers import cannot_compute, host_view, on_device
-from spmd.runtime.collectives import run_collective
 from spmd.runtime.communicator import communicator_for
 from spmd.runtime.messages import Speaker, fingerprint, speaking_for
 from spmd.sharding.device import Device, process_index
-from spmd.sharding.device_program import written_collective
 from spmd.sharding.mesh import Mesh
 
 Varying = frozenset[str]
@@ -84,7 +82,7 @@ class BlocksTrace(Trace):
         in_avals = [a.aval if isinstance(a, BlocksTracer) else aval_of(a) for a in args]
         out = primitive.rules.shape(*in_avals, **params)
         out_avals = list(out) if primitive.multiple_results else [out]
-        if primitive in COLLECTIVES:
+        if primitive.rules.collective is not None:
             results = [self._collective(primitive, operands[0], in_avals[0], params)]
         elif primitive is axis_index_p:
             results = [self._axis_index(params["axes"])]
@@ -119,11 +117,12 @@ class BlocksTrace(Trace):
             for d, b in zip(self.devices, blocks, strict=True)
         }
         shapes = [aval.shape] * self.mesh.size
-        written = written_collective(primitive.name, params)
+        collective = primitive.rules.collective
+        written = collective.written(params)
         speaker = Speaker(self.name, fingerprint(self.name), self.collectives, written, f"{aval}")
         self.collectives += 1
         with speaking_for(speaker):
-            out = run_collective(primitive.name, params, buffers, shapes, self.mesh, self.comm)
+            out = collective.run(self.comm, self.mesh, buffers, shapes, params)
         return [on_device(d, out[d]) for d in self.devices]
 
     def coordinates(self) -> list[tuple[int, ...]]:

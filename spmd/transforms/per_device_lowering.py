@@ -21,7 +21,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from spmd.core.program import Equation, Literal, Program, Var
-from spmd.prims.collective import COLLECTIVES, all_gather_p, axis_index_p, axis_slice_p
+from spmd.prims.collective import all_gather_p, axis_index_p, axis_slice_p
+from spmd.prims.collective_records import BROADCAST
 from spmd.prims.shape import reshape_p
 from spmd.sharding.device_program import Collective, Compute, PerDevice
 from spmd.sharding.mesh import Mesh
@@ -95,12 +96,13 @@ class Lowering:
             else:
                 inputs.append(self.whole_value(env[atom]))
         outputs = [Var(v.aval) for v in eqn.outputs]
-        if primitive in COLLECTIVES:  # blocks of one shape per group: shard_map checked that
+        collective = primitive.rules.collective
+        if collective is not None:  # blocks of one shape per group: shard_map checked that
             avals = [per_body[b].inputs[0].aval for b in body_of]
-            nbytes = _bytes(primitive.name, eqn.params, avals)
+            nbytes = collective.bytes(eqn.params, avals)
             shapes = tuple(a.shape for a in avals)
             self.steps.append(
-                Collective(primitive.name, eqn.params, inputs[0], outputs[0], shapes, nbytes)
+                Collective(collective, eqn.params, inputs[0], outputs[0], shapes, nbytes)
             )
         else:
             params = tuple(per_body[b].params for b in body_of)
@@ -159,9 +161,10 @@ class Lowering:
         size = self.mesh.shape[axis]
         params = dict(axes=(axis,), size=size, axis=dim, tiled=True)
         out = Var(all_gather_p.rules.shape(atom.aval, **params))
-        nbytes = _bytes("all_gather", params, [atom.aval] * self.count)
+        collective = all_gather_p.rules.collective
+        nbytes = collective.bytes(params, [atom.aval] * self.count)
         shapes = (atom.aval.shape,) * self.count
-        self.steps.append(Collective("all_gather", params, atom, out, shapes, nbytes))
+        self.steps.append(Collective(collective, params, atom, out, shapes, nbytes))
         return out
 
     def reshape(self, atom, shape: tuple[int, ...]) -> Var:
@@ -186,10 +189,10 @@ class Lowering:
     def broadcast_from_first(self, atom: Var, axes: tuple[str, ...]) -> Var:
         """Every device of each group along ``axes`` takes the first one's value."""
         out = Var(atom.aval)
-        nbytes = atom.aval.size * atom.aval.dtype.itemsize * self.count
         params = {"axes": axes}
+        nbytes = BROADCAST.bytes(params, [atom.aval] * self.count)
         shapes = (atom.aval.shape,) * self.count
-        self.steps.append(Collective("broadcast", params, atom, out, shapes, nbytes))
+        self.steps.append(Collective(BROADCAST, params, atom, out, shapes, nbytes))
         return out
 
 
@@ -207,17 +210,3 @@ def _same_shape_relations(per_body: list[Equation]) -> bool:
 
     first = relation(per_body[0])
     return all(relation(e) == first for e in per_body[1:])
-
-
-def _bytes(name: str, params: dict, avals) -> int:
-    """Bytes a collective moves between devices (as a ring transport would)."""
-    total = sum(a.size * a.dtype.itemsize for a in avals)
-    k = params.get("size", 1)
-    if name == "psum":
-        return 2 * total * (k - 1) // k
-    if name == "all_gather":
-        return total * (k - 1)
-    if name == "ppermute":
-        moved = sum(1 for s, d in params["perm"] if s != d)
-        return total * moved // k
-    return total * (k - 1) // k

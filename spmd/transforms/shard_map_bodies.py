@@ -10,7 +10,6 @@ from typing import Any
 from spmd.core.program import Literal, Program, Var
 from spmd.core.trace import aval_of
 from spmd.errors import ShapeError, aval_str
-from spmd.prims.collective import COLLECTIVES
 from spmd.sharding.mesh import Mesh, groups
 
 
@@ -48,7 +47,7 @@ def check_collectives(mesh: Mesh, bodies: list[Program], body_of) -> None:
     if len(bodies) == 1:
         return
     for index, eqn in enumerate(bodies[0].equations):
-        if eqn.primitive in COLLECTIVES:
+        if eqn.primitive.rules.collective is not None:
             avals = [bodies[b].equations[index].inputs[0].aval for b in body_of]
             _check_groups(mesh, eqn.primitive.name, eqn.params["axes"], avals)
 

@@ -7,13 +7,11 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
-
 from spmd.core.axis_env import binding
 from spmd.core.batching import BatchTrace
 from spmd.core.trace import aval_of, current_trace, tracing
 from spmd.errors import ShapeError, SpmdTypeError
-from spmd.prims.derivatives import batch_to_front, bind, moveaxis
+from spmd.prims.derivatives import batch_to_front, moveaxis
 from spmd.tree_util import tree_broadcast_prefix, tree_flatten, tree_unflatten
 
 
@@ -66,7 +64,6 @@ def vmap(
             sizes.setdefault(aval_of(leaf).shape[axis % ndim], []).append(i)
         size = _batch_size(sizes, axis_size)
         trace = BatchTrace(current_trace(), size, axis_name)
-        trace.own_axis = functools.partial(_own_axis, trace)
         tracers = [trace.wrap(leaf, d) for leaf, d in zip(leaves, dims, strict=True)]
         try:
             with tracing(trace), binding({axis_name: size} if axis_name else {}):
@@ -116,32 +113,3 @@ def _place(trace: BatchTrace, leaf: Any, axis: int | None) -> Any:
     if not -ndim <= axis < ndim:
         raise ShapeError(f"vmap out_axes {axis} is out of range for a result of rank {ndim}.")
     return moveaxis(value, 0, axis % ndim)
-
-
-def _own_axis(trace: BatchTrace, primitive, values, dims, params):
-    """A collective over the vmap's axis (and maybe mesh axes): on the batch dimension."""
-    rest = tuple(a for a in params["axes"] if a != trace.axis_name)
-    name = primitive.name
-    if name == "axis_index" and not rest:
-        return bind("iota", size=trace.size, start=0, step=1, dtype=np.dtype(np.int32)), 0
-    if name == "psum":
-        x = batch_to_front(values[0], dims[0], trace.size)
-        reduce = {"sum": "reduce_sum", "max": "reduce_max", "min": "reduce_min"}[params["op"]]
-        out = bind(reduce, x, axes=(0,), keepdims=False)
-        if rest:
-            out = primitive.bind(out, axes=rest, size=params["size"] // trace.size, op=params["op"])
-        return out, None
-    if name == "all_gather" and not rest:
-        x = batch_to_front(values[0], dims[0], trace.size)
-        if not params["tiled"]:
-            return moveaxis(x, 0, params["axis"]), None
-        shape = aval_of(x).shape[1:]
-        x = moveaxis(x, 0, params["axis"])
-        merged = list(shape)
-        merged[params["axis"]] *= trace.size
-        return bind("reshape", x, new_sizes=tuple(merged)), None
-    raise SpmdTypeError(
-        f"vmap: {name} over the vmapped axis {trace.axis_name!r}"
-        + (f" together with mesh axes {rest!r}" if rest else "")
-        + " is not supported; psum, pmean, pmax, pmin, all_gather and axis_index are."
-    )
