@@ -10,6 +10,7 @@ results stay split over the mapped devices, so chained pmaps move no data.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
 from collections.abc import Callable, Sequence
@@ -21,11 +22,12 @@ from spmd.core.aval import ShapedArray
 from spmd.core.axes import argument_positions, normalize_axis
 from spmd.core.axis_env import binding, bound_axes, pmap_levels
 from spmd.core.primitive import Primitive, Rules
-from spmd.core.program import Literal, Program, Var
+from spmd.core.program import Equation, Literal, Program, Var
 from spmd.core.trace import EVAL_TRACE, ProgramTrace, aval_of, current_trace, tracing
 from spmd.core.varying import program_varying
 from spmd.errors import ShapeError, ShardingError, SpmdTypeError
 from spmd.prims.collective import no_impl
+from spmd.prims.shape import reshape_p
 from spmd.sharding.device import devices as all_devices
 from spmd.sharding.device import process_count
 from spmd.sharding.mesh import Mesh
@@ -33,6 +35,7 @@ from spmd.sharding.rules import Decision, ValueSharding
 from spmd.transforms.per_device_lowering import Held, Splits, splits_to_dims
 from spmd.transforms.pmap_multihost import call_across_processes
 from spmd.transforms.pmap_rules import pmap_batch, pmap_jvp, pmap_transpose
+from spmd.transforms.shard_map import shard_map_p
 from spmd.tree_util import tree_broadcast_prefix, tree_flatten, tree_unflatten
 
 _fresh_names = itertools.count()
@@ -220,7 +223,9 @@ class Pmapped:
     def _grid(self, args: tuple) -> tuple[tuple[str, ...], tuple[int, ...]]:
         """The axis names and sizes of the device grid a call on ``args`` maps over."""
         program = self._compiled().trace(*args)[0].program
-        mesh = next(e.params["mesh"] for e in program.equations if e.primitive is pmap_p)
+        mesh = next(
+            e.params["mesh"] for e in program.equations if e.primitive in (pmap_p, shard_map_p)
+        )
         return mesh.axis_names, mesh.devices.shape
 
     def _pinned(self, devices: list) -> Pmapped:
@@ -273,9 +278,12 @@ class Pmapped:
             out_avals=tuple(out_avals),
             name=self.name,
         )
-        if not nested:
-            params["mesh"] = self._mesh(size, body)
-        outs = pmap_p.bind(*consts, *leaves, **params)
+        if nested:
+            outs = pmap_p.bind(*consts, *leaves, **params)
+        elif not _nested_axes(body):
+            outs = _bind_shard_map(params, self._mesh(size, body), [*consts, *leaves])
+        else:
+            outs = pmap_p.bind(*consts, *leaves, **params, mesh=self._mesh(size, body))
         return tree_unflatten(out_tree, outs)
 
     def _in_axes(self, dynamic: tuple, leaves: list) -> list[int | None]:
@@ -392,6 +400,61 @@ class Pmapped:
         grid = np.empty(needed, dtype=object)
         grid[:] = available[:needed]
         return Mesh(grid.reshape(sizes), tuple(names))
+
+
+def _bind_shard_map(params: dict, mesh: Mesh, operands: list) -> list:
+    """A pmap with no nested pmap, as the shard_map over its one-axis ``mesh`` whose specs
+    split each mapped operand and result along its in or out axis (broadcast ones whole)."""
+    axis = params["axis_name"]
+
+    def dims(ndim: int, at: int | None) -> tuple[tuple[str, ...], ...]:
+        return tuple((axis,) if d == at else () for d in range(ndim))
+
+    in_dims = [dims(aval_of(x).ndim, a) for x, a in zip(operands, params["in_axes"], strict=True)]
+    out_dims = [
+        dims(a.ndim, o) for a, o in zip(params["out_avals"], params["out_axes"], strict=True)
+    ]
+    body = _on_blocks(params["body"], params["in_axes"], params["out_axes"])
+    return shard_map_p.bind(
+        *operands,
+        mesh=mesh,
+        in_dims=tuple(in_dims),
+        out_dims=tuple(out_dims),
+        bodies=(body,),
+        body_of=(0,) * mesh.size,
+        out_avals=params["out_avals"],
+        unchecked=(),
+        name=params["name"],
+    )
+
+
+def _on_blocks(body: Program, in_axes, out_axes) -> Program:
+    """``body`` (written for one index of the mapped axis) on shard_map's blocks: a mapped
+    input's block keeps that axis with size 1, removed before the body runs; a mapped
+    result gets it back."""
+    invars, equations = [], []
+    for v, axis in zip(body.invars, in_axes, strict=True):
+        if axis is None:
+            invars.append(v)
+            continue
+        block = Var(dataclasses.replace(v.aval, shape=_with_axis(v.aval.shape, axis)))
+        invars.append(block)
+        equations.append(Equation(reshape_p, [block], [v], {"new_sizes": v.aval.shape}))
+    equations.extend(body.equations)
+    outvars: list = []
+    for atom, axis in zip(body.outvars, out_axes, strict=True):
+        if axis is None:
+            outvars.append(atom)
+            continue
+        shape = _with_axis(atom.aval.shape, axis)
+        out = Var(dataclasses.replace(atom.aval, shape=shape))
+        equations.append(Equation(reshape_p, [atom], [out], {"new_sizes": shape}))
+        outvars.append(out)
+    return Program([], invars, equations, outvars)
+
+
+def _with_axis(shape: tuple[int, ...], axis: int) -> tuple[int, ...]:
+    return (*shape[:axis], 1, *shape[axis:])
 
 
 def _nested_axes(body: Program) -> list[tuple[str, int]]:
