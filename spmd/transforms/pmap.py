@@ -10,7 +10,6 @@ results stay split over the mapped devices, so chained pmaps move no data.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import itertools
 from collections.abc import Callable, Sequence
@@ -22,12 +21,11 @@ from spmd.core.aval import ShapedArray
 from spmd.core.axes import argument_positions, normalize_axis
 from spmd.core.axis_env import binding, bound_axes, pmap_levels
 from spmd.core.primitive import Primitive, Rules
-from spmd.core.program import Equation, Literal, Program, Var
+from spmd.core.program import Literal, Program, Var
 from spmd.core.trace import EVAL_TRACE, ProgramTrace, aval_of, current_trace, tracing
 from spmd.core.varying import program_varying
 from spmd.errors import ShapeError, ShardingError, SpmdTypeError
 from spmd.prims.collective import no_impl
-from spmd.prims.shape import reshape_p
 from spmd.sharding.device import devices as all_devices
 from spmd.sharding.device import process_count
 from spmd.sharding.mesh import Mesh
@@ -36,6 +34,7 @@ from spmd.transforms.per_device_lowering import Held, Splits, splits_to_dims
 from spmd.transforms.pmap_multihost import call_across_processes
 from spmd.transforms.pmap_rules import pmap_batch, pmap_jvp, pmap_transpose
 from spmd.transforms.shard_map import shard_map_p
+from spmd.transforms.shard_map_bodies import mapped_body
 from spmd.tree_util import tree_broadcast_prefix, tree_flatten, tree_unflatten
 
 _fresh_names = itertools.count()
@@ -414,7 +413,7 @@ def _bind_shard_map(params: dict, mesh: Mesh, operands: list) -> list:
     out_dims = [
         dims(a.ndim, o) for a, o in zip(params["out_avals"], params["out_axes"], strict=True)
     ]
-    body = _on_blocks(params["body"], params["in_axes"], params["out_axes"])
+    body = mapped_body(params["body"], params["in_axes"], params["out_axes"])
     return shard_map_p.bind(
         *operands,
         mesh=mesh,
@@ -426,35 +425,6 @@ def _bind_shard_map(params: dict, mesh: Mesh, operands: list) -> list:
         unchecked=(),
         name=params["name"],
     )
-
-
-def _on_blocks(body: Program, in_axes, out_axes) -> Program:
-    """``body`` (written for one index of the mapped axis) on shard_map's blocks: a mapped
-    input's block keeps that axis with size 1, removed before the body runs; a mapped
-    result gets it back."""
-    invars, equations = [], []
-    for v, axis in zip(body.invars, in_axes, strict=True):
-        if axis is None:
-            invars.append(v)
-            continue
-        block = Var(dataclasses.replace(v.aval, shape=_with_axis(v.aval.shape, axis)))
-        invars.append(block)
-        equations.append(Equation(reshape_p, [block], [v], {"new_sizes": v.aval.shape}))
-    equations.extend(body.equations)
-    outvars: list = []
-    for atom, axis in zip(body.outvars, out_axes, strict=True):
-        if axis is None:
-            outvars.append(atom)
-            continue
-        shape = _with_axis(atom.aval.shape, axis)
-        out = Var(dataclasses.replace(atom.aval, shape=shape))
-        equations.append(Equation(reshape_p, [atom], [out], {"new_sizes": shape}))
-        outvars.append(out)
-    return Program([], invars, equations, outvars)
-
-
-def _with_axis(shape: tuple[int, ...], axis: int) -> tuple[int, ...]:
-    return (*shape[:axis], 1, *shape[axis:])
 
 
 def _nested_axes(body: Program) -> list[tuple[str, int]]:

@@ -5,11 +5,13 @@ shape."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
-from spmd.core.program import Literal, Program, Var
+from spmd.core.program import Equation, Literal, Program, Var
 from spmd.core.trace import aval_of
 from spmd.errors import ShapeError, aval_str
+from spmd.prims.shape import reshape_p
 from spmd.sharding.mesh import Mesh, groups
 
 
@@ -83,3 +85,32 @@ def _skeleton(program: Program) -> tuple:
 def split_axes(dims: tuple[tuple[str, ...], ...]) -> frozenset[str]:
     """The mesh axes a value laid out as ``dims`` is split over (and so varies over)."""
     return frozenset(a for dim in dims for a in dim)
+
+
+def mapped_body(body: Program, in_axes, out_axes) -> Program:
+    """``body`` (a pmap's, written for one index of the mapped axis) on shard_map's blocks: a mapped
+    input's block keeps that axis with size 1, removed before the body runs; a mapped
+    result gets it back."""
+    invars, equations = [], []
+    for v, axis in zip(body.invars, in_axes, strict=True):
+        if axis is None:
+            invars.append(v)
+            continue
+        block = Var(dataclasses.replace(v.aval, shape=_with_axis(v.aval.shape, axis)))
+        invars.append(block)
+        equations.append(Equation(reshape_p, [block], [v], {"new_sizes": v.aval.shape}))
+    equations.extend(body.equations)
+    outvars: list = []
+    for atom, axis in zip(body.outvars, out_axes, strict=True):
+        if axis is None:
+            outvars.append(atom)
+            continue
+        shape = _with_axis(atom.aval.shape, axis)
+        out = Var(dataclasses.replace(atom.aval, shape=shape))
+        equations.append(Equation(reshape_p, [atom], [out], {"new_sizes": shape}))
+        outvars.append(out)
+    return Program([], invars, equations, outvars)
+
+
+def _with_axis(shape: tuple[int, ...], axis: int) -> tuple[int, ...]:
+    return (*shape[:axis], 1, *shape[axis:])
