@@ -1,16 +1,84 @@
-"""The one interpreter: evaluate a Program equation by equation over an environment."""
+"""The one interpreter: how an equation's implementation runs on values, and one last-use and
+buffer-reuse analysis, for every caller that runs programs or primitives.
+
+- ``runner`` / ``apply``: run one primitive on values with an array namespace ``xp``. A
+  NumPy namespace calls the primitive's ufunc directly when it has no parameters, and an
+  elementwise equation may write into a dying operand with ``out=``; a library without a
+  kernel for the dtypes says so as an spmd error naming the backend.
+- ``last_uses`` / ``reuse_plan``: over any sequence of steps described by what each reads
+  and writes (``Access``): a Program's equations here, the executor's per-device steps there.
+- ``eval_program`` and ``compile_program`` run a Program over an environment of values with
+  both; eager evaluation, the executor and the blocks trace call ``runner`` or ``apply``.
+"""
 
 from __future__ import annotations
 
+import functools
 import weakref
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from spmd.core.program import Literal, Program, Var
+from spmd.errors import SpmdTypeError
 
 _PLANS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # Program → buffer_reuse
+
+
+def cannot_compute(backend: str, what: str, error: NotImplementedError) -> SpmdTypeError:
+    """The error for a library that has no kernel for an operation on some dtype (PyTorch
+    stores uint16, uint32 and uint64 tensors but cannot add them)."""
+    return SpmdTypeError(
+        f"{what} on the {backend} backend: {error}. That library cannot compute this on these "
+        f"dtypes; cast the operands to a dtype it computes with (int64, float32, ...), or "
+        f"choose another backend with SPMD_BACKEND."
+    )
+
+
+def implementation(rules, xp, *, params: bool = True, out: bool = False) -> Callable[..., Any]:
+    """What to call for a primitive with ``rules`` on ``xp``'s arrays: its NumPy ufunc itself
+    (the fast path: NumPy, no parameters, no ``out=``), else its ``impl`` given ``xp``."""
+    if xp is np and rules.ufunc is not None and not params and not out:
+        return rules.ufunc
+    return functools.partial(rules.impl, xp)
+
+
+def runner(
+    primitive,
+    xp,
+    backend: str,
+    *,
+    params: bool = True,
+    out: bool = False,
+    wrap: Callable | None = None,
+) -> Callable[[Sequence[Any], dict], tuple]:
+    """``run(values, params) -> outputs``: ``primitive`` applied with ``xp``, its dispatch
+    decided once (see ``implementation``; ``params``/``out``: whether calls may pass any).
+    ``wrap`` wraps the call (the executor's BLAS accounting)."""
+    fn = implementation(primitive.rules, xp, params=params, out=out)
+    if wrap is not None:
+        fn = wrap(fn)
+    multiple, name = primitive.multiple_results, primitive.name
+
+    def run(values: Sequence[Any], params: dict) -> tuple:
+        try:
+            result = fn(*values, **params)
+        except NotImplementedError as error:
+            raise cannot_compute(backend, name, error) from None
+        return result if multiple else (result,)
+
+    return run
+
+
+def apply(primitive, xp, values: Sequence[Any], params: dict, backend: str = "numpy") -> tuple:
+    """``primitive`` applied once to ``values`` with ``xp``: its outputs, as a tuple."""
+    try:
+        result = primitive.rules.impl(xp, *values, **params)
+    except NotImplementedError as error:
+        raise cannot_compute(backend, primitive.name, error) from None
+    return tuple(result) if primitive.multiple_results else (result,)
 
 
 def eval_program(program: Program, consts: Sequence[Any], args: Sequence[Any], xp=np) -> list:
@@ -40,13 +108,13 @@ def eval_program(program: Program, consts: Sequence[Any], args: Sequence[Any], x
         def read(atom):
             return atom.value if isinstance(atom, Literal) else env[atom]
 
+    backend = "numpy" if xp is np else getattr(xp, "__name__", str(xp))
     for index, eqn in enumerate(program.equations):
         inputs = [read(a) for a in eqn.inputs]
+        params = eqn.params
         if index in reuse:
-            out = eqn.primitive.rules.impl(xp, *inputs, out=inputs[reuse[index]], **eqn.params)
-        else:
-            out = eqn.primitive.rules.impl(xp, *inputs, **eqn.params)
-        outs = out if eqn.primitive.multiple_results else (out,)
+            params = {**params, "out": inputs[reuse[index]]}
+        outs = apply(eqn.primitive, xp, inputs, params, backend)
         env.update(zip(eqn.outputs, outs, strict=True))
         for atom in eqn.inputs:
             if isinstance(atom, Var) and last_use.get(atom) == index:
@@ -63,45 +131,91 @@ def literal_value(value: Any, xp) -> Any:
     return xp.asarray(value, dtype=getattr(xp, name))
 
 
-def buffer_reuse(program: Program) -> tuple[dict[Var, int], dict[int, int]]:
-    """Each value's last use (an equation index; the program's results are never let go),
-    and, per equation index, the operand whose buffer it may write its result into: a value
-    an elementwise equation made (a fresh array that nothing else views), dying there, with
-    the result's shape and dtype (and at least one dimension)."""
-    last_use: dict[Var, int] = {}
-    for index, eqn in enumerate(program.equations):
-        last_use.update((a, index) for a in eqn.inputs if isinstance(a, Var))
-    for atom in program.outvars:
-        last_use.pop(atom, None)
-    fresh: set[Var] = set()
+@dataclass(frozen=True)
+class Access:
+    """What one step of a program does to its values, for ``last_uses`` and ``reuse_plan``:
+    the atoms it ``reads`` (in operand order; Literals are skipped), the values it
+    ``writes``, whether those are ``fresh`` arrays (an elementwise result: it views none of
+    its reads), whether it may write its one result ``into`` a dying operand's buffer, and
+    per written value a ``key`` an operand's must equal for that (the executor: its
+    sharding)."""
+
+    reads: tuple = ()
+    writes: tuple = ()
+    fresh: bool = False
+    into: bool = False
+    keys: tuple | None = None
+
+
+def last_uses(steps: Sequence[Access], results: Sequence[Any]) -> dict[Var, int]:
+    """Each value's last use: the index of the last step that reads it; ``results`` (the
+    program's outputs) live to the end, ``len(steps)``. A value nothing reads is absent."""
+    last: dict[Var, int] = {}
+    for index, step in enumerate(steps):
+        last.update((a, index) for a in step.reads if isinstance(a, Var))
+    last.update((a, len(steps)) for a in results if isinstance(a, Var))
+    return last
+
+
+def reuse_plan(steps: Sequence[Access], last_use: dict[Var, int]) -> dict[int, int]:
+    """Step index → the operand (index into its ``reads``) whose buffer that step may write
+    its result into: a value a ``fresh`` step made (an array nothing else views), dying
+    there, with the result's shape, dtype and key."""
+    made: dict[Var, Any] = {}
     viewed: set[Var] = set()
-    for eqn in program.equations:
-        if eqn.primitive.rules.writes_into:
-            fresh.update(eqn.outputs)
+    for step in steps:
+        if step.fresh:
+            keys = step.keys if step.keys is not None else (None,) * len(step.writes)
+            made.update(zip(step.writes, keys, strict=True))
         else:
-            viewed.update(a for a in eqn.inputs if isinstance(a, Var))
-    reuse = {}
-    for index, eqn in enumerate(program.equations):
-        result = eqn.outputs[0].aval if len(eqn.outputs) == 1 else None
-        if not eqn.primitive.rules.writes_into or result is None or not result.ndim:
-            continue  # NumPy gives scalars, not arrays, for 0-d results
-        for k, atom in enumerate(eqn.inputs):
-            if (
-                atom in fresh
+            viewed.update(a for a in step.reads if isinstance(a, Var))
+    plan = {}
+    for index, step in enumerate(steps):
+        if not step.into or len(step.writes) != 1:
+            continue
+        result = step.writes[0]
+        key = step.keys[0] if step.keys is not None else None
+        want = (result.aval.shape, result.aval.dtype)
+        for k, atom in enumerate(step.reads):
+            fits = (
+                isinstance(atom, Var)
+                and atom in made
+                and made[atom] == key
                 and atom not in viewed
                 and last_use.get(atom) == index
-                and (atom.aval.shape, atom.aval.dtype) == (result.shape, result.dtype)
-            ):
-                reuse[index] = k
+                and (atom.aval.shape, atom.aval.dtype) == want
+            )
+            if fits:
+                plan[index] = k
                 break
-    return last_use, reuse
+    return plan
+
+
+def buffer_reuse(program: Program) -> tuple[dict[Var, int], dict[int, int]]:
+    """``last_uses`` and ``reuse_plan`` of ``program``'s equations: an elementwise equation
+    (``writes_into``) makes fresh arrays, and may write a result with at least one dimension
+    (NumPy gives scalars, not arrays, for 0-d results) into an operand."""
+    steps = [
+        Access(
+            eqn.inputs,
+            eqn.outputs,
+            fresh=eqn.primitive.rules.writes_into,
+            into=eqn.primitive.rules.writes_into
+            and len(eqn.outputs) == 1
+            and bool(eqn.outputs[0].aval.ndim),
+        )
+        for eqn in program.equations
+    ]
+    last_use = last_uses(steps, program.outvars)
+    return last_use, reuse_plan(steps, last_use)
 
 
 def compile_program(program: Program, xp=np) -> Callable[..., list]:
     """``program`` as one straight-line Python function ``run(*consts, *args) -> outputs``.
 
     The same evaluation as ``eval_program``, without its per-equation bookkeeping: each
-    equation becomes one call, and values live in local variables.
+    equation becomes one call (``implementation``: NumPy's ufuncs directly), and values live
+    in local variables.
     """
     names: dict = {}
     scope: dict[str, Any] = {"xp": xp}
@@ -117,14 +231,12 @@ def compile_program(program: Program, xp=np) -> Callable[..., list]:
         names[var] = f"v{len(names)}"
     lines = [f"def run({', '.join(names.values())}):"]
     for i, eqn in enumerate(program.equations):
-        rules = eqn.primitive.rules
-        direct = xp is np and rules.ufunc is not None and not eqn.params
-        scope[f"impl{i}"] = rules.ufunc if direct else rules.impl
+        scope[f"impl{i}"] = implementation(eqn.primitive.rules, xp, params=bool(eqn.params))
         scope[f"params{i}"] = eqn.params
         for var in eqn.outputs:
             names[var] = f"v{len(names)}"
-        args = ", ".join([*([] if direct else ["xp"]), *(name_of(a) for a in eqn.inputs)])
-        call = f"impl{i}({args}, **params{i})" if eqn.params else f"impl{i}({args})"
+        args = [name_of(a) for a in eqn.inputs] + ([f"**params{i}"] if eqn.params else [])
+        call = f"impl{i}({', '.join(args)})"
         outs = ", ".join(names[v] for v in eqn.outputs)
         if eqn.primitive.multiple_results:
             lines.append(f"    ({outs},) = {call}")

@@ -8,10 +8,11 @@ from typing import Any
 
 import numpy as np
 
+from spmd.core.interpret import apply
 from spmd.core.primitive import Primitive
 from spmd.core.trace import aval_of
 from spmd.runtime.array import Array
-from spmd.runtime.buffers import cannot_compute, host_view, on_device
+from spmd.runtime.buffers import host_view, on_device
 from spmd.sharding.device import Device, default_device
 from spmd.sharding.named import NamedSharding, Sharding, SingleDeviceSharding
 from spmd.sharding.spec import PartitionSpec
@@ -117,10 +118,7 @@ def run_eagerly(primitive: Primitive, args: tuple, params: dict) -> Any:
     out_avals = primitive.rules.shape(*avals, **params)
     device = _device_of(args)
     operands = [_operand(a, device) for a in args]
-    try:
-        out = primitive.rules.impl(device.library.xp, *operands, **params)
-    except NotImplementedError as error:
-        raise cannot_compute(device.backend, primitive.name, error) from None
+    out = apply(primitive, device.library.xp, operands, params, device.backend)
     if primitive.multiple_results:
         return wrap_results(out, out_avals, args, primitive, device, operands)
-    return wrap_results([out], [out_avals], args, primitive, device, operands)[0]
+    return wrap_results(out, [out_avals], args, primitive, device, operands)[0]

@@ -23,9 +23,10 @@ from typing import Any
 
 import numpy as np
 
+from spmd.core.interpret import Access, apply, last_uses, reuse_plan, runner
 from spmd.core.program import Literal, Var
 from spmd.runtime.array import Array
-from spmd.runtime.buffers import cannot_compute, host_view, on_device
+from spmd.runtime.buffers import host_view, on_device
 from spmd.runtime.communicator import Communicator, communicator_for
 from spmd.runtime.cores import blas_threads, contractions_one_at_a_time, core_count, observed
 from spmd.runtime.counting import record
@@ -46,7 +47,6 @@ from spmd.sharding.layout import bounds_to_slices
 from spmd.sharding.mesh import Mesh, device_groups
 from spmd.sharding.named import NamedSharding
 from spmd.sharding.reshard import value_layout
-from spmd.sharding.rules import ValueSharding
 
 _PYTHON_SCALARS = frozenset({bool, int, float, complex})
 
@@ -91,9 +91,7 @@ def execute(
             env[var] = device_buffers(arg, mesh, positions)
     for eqn in part.host_equations:
         values = [a.value if isinstance(a, Literal) else host[a] for a in eqn.inputs]
-        out = eqn.primitive.rules.impl(np, *values, **eqn.params)
-        outs = out if eqn.primitive.multiple_results else (out,)
-        host.update(zip(eqn.outputs, outs, strict=True))
+        host.update(zip(eqn.outputs, apply(eqn.primitive, np, values, eqn.params), strict=True))
     last_use, calls = prepared.last_use, prepared.calls
     segment: list[tuple[Compute, Any]] = []
     for index, step in enumerate(part.steps if positions else ()):  # none: no device here
@@ -175,62 +173,24 @@ def _as_array(sharding: NamedSharding, buffers: dict, aval, mesh) -> Array:
     return Array._from_buffers(sharding, owned, aval.shape, aval.dtype)
 
 
-def _last_uses(part: Partitioned) -> dict[Var, int]:
-    last: dict[Var, int] = {}
-    for index, step in enumerate(part.steps):
-        if isinstance(step, Compute):
-            used = [a for a in step.inputs if isinstance(a, Var)]
-        elif isinstance(step, Reshard | Alias):
-            used = [step.src]
-        elif isinstance(step, Collective):
-            used = [step.input] if isinstance(step.input, Var) else []
-        else:
-            used = []
-        for var in used:
-            last[var] = index
-    for atom, _ in part.outputs:
-        if isinstance(atom, Var):
-            last[atom] = len(part.steps)
-    return last
-
-
-def _reuse_plan(part: Partitioned, last_use: dict[Var, int]) -> dict[int, int]:
-    """Step index → the operand whose buffer that step may write its result into: a value
-    made by an elementwise step (a fresh array nothing else views), dying there, with the
-    result's shape, dtype and sharding."""
-    made_fresh: dict[Var, ValueSharding] = {}
-    viewed: set[Var] = set()
+def _accesses(part: Partitioned) -> list[Access]:
+    """What each step reads and writes, for core's one last-use and reuse analysis: an
+    elementwise Compute step makes fresh buffers keyed by their sharding; a Reshard, an
+    Alias or a collective may give back (views of) what it reads."""
+    accesses = []
     for step in part.steps:
-        if isinstance(step, Reshard | Alias):  # its result may be its source's buffers
-            viewed.add(step.src)
-        if isinstance(step, Collective) and isinstance(step.input, Var):
-            viewed.add(step.input)
-        if not isinstance(step, Compute):
-            continue
-        writes = step.eqn.primitive.rules.writes_into
-        if not writes:
-            viewed.update(a for a in step.inputs if isinstance(a, Var))
-        if writes and len(step.outputs) == 1:
-            made_fresh[step.outputs[0]] = step.shardings[0]
-    plan = {}
-    for index, step in enumerate(part.steps):
-        if not isinstance(step, Compute) or not step.eqn.primitive.rules.writes_into:
-            continue
-        if not step.reusable:
-            continue
-        (result,), (sharding,) = step.outputs, step.shardings
-        for k, atom in enumerate(step.inputs):
-            fits = (
-                isinstance(atom, Var)
-                and made_fresh.get(atom) == sharding
-                and atom not in viewed
-                and last_use.get(atom) == index
-                and (atom.aval.shape, atom.aval.dtype) == (result.aval.shape, result.aval.dtype)
+        if isinstance(step, Compute):
+            writes = step.eqn.primitive.rules.writes_into
+            accesses.append(
+                Access(step.inputs, step.outputs, writes, writes and step.reusable, step.shardings)
             )
-            if fits:
-                plan[index] = k
-                break
-    return plan
+        elif isinstance(step, Reshard | Alias):
+            accesses.append(Access((step.src,), (step.dst,)))
+        elif isinstance(step, Collective):
+            accesses.append(Access((step.input,), (step.output,)))
+        else:  # PerDevice, FromHost: from the host
+            accesses.append(Access((), (step.var,)))
+    return accesses
 
 
 def _drop(env: dict, last_use: dict, index: int) -> None:
@@ -258,8 +218,9 @@ _PREPARED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 def _prepared(part: Partitioned) -> _Prepared:
     found = _PREPARED.get(part)
     if found is None:
-        last_use = _last_uses(part)
-        reuse = _reuse_plan(part, last_use)
+        accesses = _accesses(part)
+        last_use = last_uses(accesses, [atom for atom, _ in part.outputs])
+        reuse = reuse_plan(accesses, last_use)
         library = part.mesh.devices.flat[0].library
         calls = {
             index: _call(step, index, reuse.get(index), last_use, library)
@@ -275,19 +236,21 @@ def _call(step: Compute, index: int, reuse: int | None, last_use: dict[Var, int]
     """``(env, position) -> None``: run step ``index`` for one device with its backend's
     array namespace, its dispatch decided once, and let go of that device's values that die
     there."""
-    rules = step.eqn.primitive.rules
-    xp = library.xp
-    direct = xp is np and rules.ufunc is not None and reuse is None and not any(step.params)
-    fn = rules.ufunc if direct else functools.partial(rules.impl, xp)
-    if rules.calls_blas:
-        fn = observed(fn)
+    primitive = step.eqn.primitive
+    run = runner(
+        primitive,
+        library.xp,
+        library.name,
+        params=any(step.params),
+        out=reuse is not None,
+        wrap=observed if primitive.rules.calls_blas else None,
+    )
     getters = [
         _constant(_literal(a.value, library))
         if isinstance(a, Literal)
         else (lambda env, position, var=a: env[var][position])
         for a in step.inputs
     ]
-    multiple = step.eqn.primitive.multiple_results
     used = [a for a in step.inputs if isinstance(a, Var)] + list(step.outputs)
     dying = [var for var in dict.fromkeys(used) if last_use.get(var, -1) <= index]
 
@@ -298,11 +261,7 @@ def _call(step: Compute, index: int, reuse: int | None, last_use: dict[Var, int]
             target = values[reuse]
             if type(target) is np.ndarray and target.flags.writeable and target.ndim:
                 params = {**params, "out": target}
-        try:
-            out = fn(*values, **params)
-        except NotImplementedError as error:
-            raise cannot_compute(library.name, step.eqn.primitive.name, error) from None
-        for var, value in zip(step.outputs, out if multiple else (out,), strict=True):
+        for var, value in zip(step.outputs, run(values, params), strict=True):
             env[var][position] = value
         for var in dying:
             del env[var][position]

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from spmd.core.aval import ShapedArray
+from spmd.core.interpret import apply
 from spmd.core.primitive import Primitive
 from spmd.core.program import Var
 from spmd.core.trace import (
@@ -27,7 +28,7 @@ from spmd.core.trace import (
 )
 from spmd.core.varying import result_varying
 from spmd.prims.collective import axis_index_p
-from spmd.runtime.buffers import cannot_compute, host_view, on_device
+from spmd.runtime.buffers import host_view, on_device
 from spmd.runtime.communicator import communicator_for
 from spmd.runtime.messages import Speaker, fingerprint, speaking_for
 from spmd.sharding.device import Device, process_index
@@ -100,15 +101,10 @@ class BlocksTrace(Trace):
         return [_as_dtype(b, aval, d) for b, d in zip(blocks, self.devices, strict=True)]
 
     def _per_block(self, primitive: Primitive, operands: list, params: dict, count: int):
-        impl = primitive.rules.impl
         per_position = []
         each = zip(*operands, strict=True) if operands else [()] * len(self.devices)
         for device, blocks in zip(self.devices, each, strict=True):
-            try:
-                out = impl(device.library.xp, *blocks, **params)
-            except NotImplementedError as error:
-                raise cannot_compute(device.backend, primitive.name, error) from None
-            per_position.append(list(out) if primitive.multiple_results else [out])
+            per_position.append(apply(primitive, device.library.xp, blocks, params, device.backend))
         return [[outs[k] for outs in per_position] for k in range(count)]
 
     def _collective(self, primitive: Primitive, blocks: list, aval, params: dict) -> list:
