@@ -231,11 +231,14 @@ def compile_program(program: Program, xp=np) -> Callable[..., list]:
         names[var] = f"v{len(names)}"
     lines = [f"def run({', '.join(names.values())}):"]
     for i, eqn in enumerate(program.equations):
-        scope[f"impl{i}"] = implementation(eqn.primitive.rules, xp, params=bool(eqn.params))
+        fn = implementation(eqn.primitive.rules, xp, params=bool(eqn.params))
+        given = isinstance(fn, functools.partial)  # impl(xp, ...): pass xp, not a partial
+        scope[f"impl{i}"] = fn.func if given else fn
         scope[f"params{i}"] = eqn.params
         for var in eqn.outputs:
             names[var] = f"v{len(names)}"
-        args = [name_of(a) for a in eqn.inputs] + ([f"**params{i}"] if eqn.params else [])
+        args = [*(["xp"] if given else []), *(name_of(a) for a in eqn.inputs)]
+        args += [f"**params{i}"] if eqn.params else []
         call = f"impl{i}({', '.join(args)})"
         outs = ", ".join(names[v] for v in eqn.outputs)
         if eqn.primitive.multiple_results:
