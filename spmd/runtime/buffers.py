@@ -51,13 +51,3 @@ def on_devices(arrays: dict[Device, np.ndarray]) -> dict[Device, Any]:
 def frozen_on(device: Device, buffer: Any) -> Any:
     """``buffer`` (a device's own array, just computed) kept read-only from now on."""
     return device.library.freeze(buffer)
-
-
-def cannot_compute(backend: str, what: str, error: NotImplementedError) -> SpmdTypeError:
-    """The error for a library that has no kernel for an operation on some dtype (PyTorch
-    stores uint16, uint32 and uint64 tensors but cannot add them)."""
-    return SpmdTypeError(
-        f"{what} on the {backend} backend: {error}. That library cannot compute this on these "
-        f"dtypes; cast the operands to a dtype it computes with (int64, float32, ...), or "
-        f"choose another backend with SPMD_BACKEND."
-    )
