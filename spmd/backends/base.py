@@ -81,7 +81,7 @@ class Backend:
     def dtypes_stored(self) -> frozenset[np.dtype]:
         """spmd's dtypes this library has arrays of (which it may not compute every
         operation on: PyTorch stores uint32 but cannot add it)."""
-        return frozenset(_native_dtypes(self))
+        return _stored(self)
 
     def __repr__(self) -> str:
         return f"<spmd backend {self.name} ({self.platform})>"
@@ -109,6 +109,11 @@ def _dtypes(backend: Backend) -> dict[Any, np.dtype]:
 @functools.cache
 def _native_dtypes(backend: Backend) -> dict[np.dtype, Any]:
     return {dtype: native for native, dtype in _dtypes(backend).items()}
+
+
+@functools.cache
+def _stored(backend: Backend) -> frozenset[np.dtype]:
+    return frozenset(_native_dtypes(backend))
 
 
 @functools.cache

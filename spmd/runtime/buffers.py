@@ -46,8 +46,3 @@ def host_views(buffers: dict[Device, Any]) -> dict[Device, np.ndarray]:
 
 def on_devices(arrays: dict[Device, np.ndarray]) -> dict[Device, Any]:
     return {d: on_device(d, a) for d, a in arrays.items()}
-
-
-def frozen_on(device: Device, buffer: Any) -> Any:
-    """``buffer`` (a device's own array, just computed) kept read-only from now on."""
-    return device.library.freeze(buffer)

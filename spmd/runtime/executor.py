@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from spmd.core.interpret import Access, apply, last_uses, reuse_plan, runner
+from spmd.core.interpret import Access, apply, last_uses, literal_value, reuse_plan, runner
 from spmd.core.program import Literal, Var
 from spmd.runtime.array import Array
 from spmd.runtime.buffers import host_view, on_device
@@ -246,7 +246,7 @@ def _call(step: Compute, index: int, reuse: int | None, last_use: dict[Var, int]
         wrap=observed if primitive.rules.calls_blas else None,
     )
     getters = [
-        _constant(_literal(a.value, library))
+        _constant(literal_value(a.value, library.xp))
         if isinstance(a, Literal)
         else (lambda env, position, var=a: env[var][position])
         for a in step.inputs
@@ -277,14 +277,6 @@ def _on(device, value: Any) -> Any:
 
 def _constant(value: Any):
     return lambda env, position: value
-
-
-def _literal(value: Any, library) -> Any:
-    """A literal as device code takes it: Python scalars stay (they promote weakly), NumPy
-    values become the backend's arrays."""
-    if library.xp is np or type(value) in _PYTHON_SCALARS:
-        return value
-    return library.from_numpy(np.asarray(value), 0)
 
 
 def _run_segment(segment: list[tuple[Compute, Any]], env: dict, positions: tuple[int, ...]) -> None:
