@@ -1,6 +1,17 @@
 """spmd: write array code for one device, run it over many (SPMD parallelism on NumPy)."""
 
-from spmd import debug, distributed, lax, multihost_utils, nn, numpy, random, sharding, tree_util
+from spmd import (
+    debug,
+    distributed,
+    lax,
+    multihost_utils,
+    nn,
+    numpy,
+    random,
+    sharding,
+    test_util,
+    tree_util,
+)
 from spmd.config import config
 from spmd.core.trace import EvalTrace, TracerBoolConversionError, UnexpectedTracerError
 from spmd.errors import (
@@ -50,6 +61,9 @@ from spmd.sharding.device import (
     process_index,
 )
 from spmd.transforms.autodiff import checkpoint, grad, jvp, remat, value_and_grad, vjp
+from spmd.transforms.custom_derivatives import custom_jvp, custom_vjp
+from spmd.transforms.eval_shape import ShapeDtypeStruct, eval_shape
+from spmd.transforms.jacobians import hessian, jacfwd, jacrev, linear_transpose, linearize
 from spmd.transforms.jit import jit, make_jaxpr
 from spmd.transforms.pmap import pmap
 from spmd.transforms.shard_map import shard_map, smap
@@ -79,6 +93,7 @@ __all__ = [
     "NamedSharding",
     "P",
     "PartitionSpec",
+    "ShapeDtypeStruct",
     "ShapeError",
     "Shard",
     "Sharding",
@@ -96,16 +111,24 @@ __all__ = [
     "UnexpectedTracerError",
     "checkpoint",
     "config",
+    "custom_jvp",
+    "custom_vjp",
     "debug",
     "device_count",
     "device_get",
     "device_put",
     "devices",
     "distributed",
+    "eval_shape",
     "grad",
+    "hessian",
+    "jacfwd",
+    "jacrev",
     "jit",
     "jvp",
     "lax",
+    "linear_transpose",
+    "linearize",
     "local_device_count",
     "local_devices",
     "make_array_from_callback",
@@ -132,6 +155,7 @@ __all__ = [
     "sharding",
     "smap",
     "stack",
+    "test_util",
     "tree_map",
     "tree_util",
     "typeof",
