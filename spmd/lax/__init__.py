@@ -15,7 +15,16 @@ from spmd.lax.collectives import (
     psum_scatter,
     pvary,
 )
-from spmd.lax.control import fori_loop, scan, stop_gradient
+from spmd.lax.control import (
+    cond,
+    fori_loop,
+    map,
+    scan,
+    select,
+    stop_gradient,
+    switch,
+    while_loop,
+)
 from spmd.lax.resharding import reshard, with_sharding_constraint
 from spmd.lax.slicing import (
     dynamic_index_in_dim,
@@ -31,6 +40,7 @@ __all__ = [
     "all_to_all",
     "axis_index",
     "axis_size",
+    "cond",
     "dynamic_index_in_dim",
     "dynamic_slice",
     "dynamic_slice_in_dim",
@@ -38,6 +48,7 @@ __all__ = [
     "dynamic_update_slice",
     "dynamic_update_slice_in_dim",
     "fori_loop",
+    "map",
     "pcast",
     "pmax",
     "pmean",
@@ -48,6 +59,9 @@ __all__ = [
     "pvary",
     "reshard",
     "scan",
+    "select",
     "stop_gradient",
+    "switch",
+    "while_loop",
     "with_sharding_constraint",
 ]
