@@ -24,7 +24,7 @@ from spmd.prims.control import stop_gradient_p
 from spmd.prims.elementwise import where_p
 from spmd.prims.shape import convert_element_type_p
 from spmd.transforms.control_flow.cond import bind_cond
-from spmd.transforms.control_flow.programs import operand_aval, trace_program
+from spmd.transforms.control_flow.programs import close, operand_aval, trace_program
 from spmd.transforms.control_flow.scan import bind_scan
 from spmd.transforms.control_flow.while_loop import bind_while
 from spmd.transforms.vmap import vmap
@@ -93,14 +93,17 @@ def _branches(index: Any, funs: list[Callable], operands: tuple, who: str) -> An
     avals = [operand_aval(x) for x in leaves]
     traced = [_trace(fun, in_tree, avals) for fun in funs]
     out_tree = traced[0][1]
+    names = (
+        ["false_fun", "true_fun"] if who == "cond" else [f"branch {b}" for b in range(len(funs))]
+    )
     for b, (_, tree, _) in enumerate(traced):
         if tree != out_tree:
             raise SpmdTypeError(
-                f"{who}: branch outputs must have the same pytree structure, but branch 0 "
-                f"returns {out_tree} and branch {b} returns {tree}."
+                f"{who}: the branch outputs must have the same pytree structure, but "
+                f"{names[0]} returns {out_tree} and {names[b]} returns {tree}."
             )
     paths = tree_flatten_with_path(tree_unflatten(out_tree, traced[0][2]))[0]
-    targets = joined_outputs([outs for _, _, outs in traced], paths, who)
+    targets = joined_outputs([outs for _, _, outs in traced], paths, who, names)
     programs = []
     for fun, (program, _, outs) in zip(funs, traced, strict=True):
         if any(t is not None and aval_of(o).weak_type for t, o in zip(targets, outs, strict=True)):
@@ -219,7 +222,9 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
         raise SpmdTypeError(
             f"while_loop: cond_fun must return a boolean scalar, but got output type(s) {got}."
         )
-    found = bind_while(cond_program, body, [], [], init_leaves)
+    (cond_closed,), cond_consts = close([cond_program])
+    (body_closed,), body_consts = close([body])
+    found = bind_while(cond_closed, body_closed, cond_consts, body_consts, init_leaves)
     return tree_unflatten(tree, found)
 
 

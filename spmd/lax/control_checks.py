@@ -60,7 +60,7 @@ def type_error(what: str, first: str, a: Any, second: str, b: Any) -> SpmdTypeEr
     return SpmdTypeError(f"{what}, but {first} has type {t_a} and {second} has type {t_b}.{fix}")
 
 
-def joined_outputs(outs: list[list], paths: list, who: str) -> list:
+def joined_outputs(outs: list[list], paths: list, who: str, names: list[str]) -> list:
     """The branches' output leaves (``outs[b]``, from finished traces) checked to agree in
     shape, dtype and varying axes: per leaf, the dtype a weakly typed leaf must be cast to
     (where another branch's is strong), else None."""
@@ -74,10 +74,10 @@ def joined_outputs(outs: list[list], paths: list, who: str) -> list:
             dtype_ok = a.dtype == target or (a.weak_type and a.dtype.kind == target.kind)
             if a.shape != avals[0].shape or not dtype_ok or shown_vma(o[k]) != shown_vma(first[k]):
                 raise type_error(
-                    f"{who} branch outputs must have identical types",
-                    f"branch 0's output {keystr(path, 'out')}",
+                    f"{who}: the branch outputs must have identical types",
+                    f"{names[0]}'s output {keystr(path, 'out')}",
                     first[k],
-                    f"branch {b}'s",
+                    f"{names[b]}'s",
                     o[k],
                 )
         targets.append(target if strong and any(a.weak_type for a in avals) else None)

@@ -85,7 +85,10 @@ def scan_transpose(cts, operands, *, body, num_consts, num_carry, length, revers
     found = iter([*outs[:na], *outs[na : na + nl], *outs[na + nl :]])
     cts_in = [next(found) if lin else None for lin in linear_in]
     # A known operand treated as linear (a carry's zero tangent) has no cotangent.
-    return [ct if isinstance(x, UndefinedPrimal) else None for ct, x in zip(cts_in, operands)]
+    return [
+        ct if isinstance(x, UndefinedPrimal) else None
+        for ct, x in zip(cts_in, operands, strict=True)
+    ]
 
 
 def _partition(body: Program, linear_in: list[bool]):
