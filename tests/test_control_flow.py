@@ -260,3 +260,15 @@ def test_inside_shard_map(jitted):
 def test_errors(call, error, match):
     with pytest.raises(error, match=match):
         call()
+
+
+@pytest.mark.parametrize("jitted", [False, True])
+def test_a_collective_in_a_loop_body_is_not_supported_yet(jitted):
+    mesh = spmd.make_mesh((2,), ("i",))
+
+    def block(b):
+        return lax.fori_loop(0, 2, lambda i, v: v + lax.psum(v, "i"), b.sum())
+
+    g = spmd.shard_map(block, mesh=mesh, in_specs=P("i"), out_specs=P("i"))
+    with pytest.raises(spmd.SpmdError, match="psum.*not supported yet"):
+        (spmd.jit(g) if jitted else g)(np.arange(4.0))

@@ -17,6 +17,7 @@ from spmd.transforms.control_flow.programs import (
     close,
     differentiable,
     jvp_program,
+    no_collectives,
     run_program,
     to_front,
     trace_program,
@@ -26,6 +27,7 @@ from spmd.transforms.control_flow.programs import (
 def bind_cond(index, operands: list, branches: list[Program]) -> list:
     """A cond equation over ``branches`` (not closed: their constants lead the operands)."""
     closed, consts = close(branches)
+    no_collectives(closed, "cond")
     return cond_p.bind(index, *consts, *operands, branches=tuple(closed))
 
 

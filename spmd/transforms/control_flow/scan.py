@@ -21,6 +21,7 @@ from spmd.transforms.control_flow.programs import (
     close,
     differentiable,
     jvp_program,
+    no_collectives,
     split,
     to_front,
 )
@@ -29,6 +30,7 @@ from spmd.transforms.control_flow.programs import (
 def bind_scan(body: Program, consts, init, xs, length: int, reverse: bool) -> list:
     """A scan equation over ``body`` (not closed: its constants lead the operands)."""
     (closed,), lead = close([body])
+    no_collectives([closed], "scan")
     return scan_p.bind(
         *lead,
         *consts,

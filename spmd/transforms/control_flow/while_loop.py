@@ -16,6 +16,7 @@ from spmd.transforms.control_flow.programs import (
     close,
     differentiable,
     jvp_program,
+    no_collectives,
     run_program,
     split,
     to_front,
@@ -25,6 +26,7 @@ from spmd.transforms.control_flow.programs import (
 
 def bind_while(cond: Program, body: Program, cond_consts, body_consts, init) -> list:
     """A while equation (``cond`` and ``body`` take their constants first, then the carry)."""
+    no_collectives([cond, body], "while_loop")
     return while_p.bind(
         *cond_consts,
         *body_consts,
