@@ -78,6 +78,9 @@ class Rules:
     own_axis: Callable[..., Any] | None = None
     # A collective's record (None: not one): its kind, bytes and runner.
     collective: CollectiveRules | None = None
+    # Calls of a traced function (custom_jvp, custom_vjp): inline(params) -> the Program (no
+    # constants) whose equations replace the call before partitioning (spmd/core/inline.py).
+    inline: Callable[[dict], Any] | None = None
 
 
 _BY_NAME: dict[str, Primitive] = {}

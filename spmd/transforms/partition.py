@@ -13,6 +13,7 @@ import dataclasses
 
 import numpy as np
 
+from spmd.core.inline import inline_calls
 from spmd.core.program import Equation, Literal, Program, Var
 from spmd.sharding.device_program import (
     Alias,
@@ -36,6 +37,7 @@ def partition(
 ) -> Partitioned:
     """Per-device steps for ``program`` with arguments laid out as ``in_shardings`` (None:
     host data) and results wanted as ``out_targets`` (None: as propagated)."""
+    program = inline_calls(program)
     propagation = propagate(program, mesh, in_shardings, out_targets)
     part = Partitioned(program, mesh, propagation, list(in_shardings))
     builder = _Builder(part)
