@@ -270,5 +270,5 @@ def test_a_collective_in_a_loop_body_is_not_supported_yet(jitted):
         return lax.fori_loop(0, 2, lambda i, v: v + lax.psum(v, "i"), b.sum())
 
     g = spmd.shard_map(block, mesh=mesh, in_specs=P("i"), out_specs=P("i"))
-    with pytest.raises(spmd.SpmdError, match="psum.*not supported yet"):
+    with pytest.raises(spmd.SpmdError, match=r"psum.*not supported yet"):
         (spmd.jit(g) if jitted else g)(np.arange(4.0))
