@@ -105,3 +105,27 @@ def test_vma_is_a_set_of_axis_names():
 
     spmd.shard_map(body, mesh=mesh, in_specs=P("i", "j"), out_specs=P("i", "j"))(np.ones((8, 4)))
     assert seen == [{"i"}]
+
+
+def test_manual_axis_type_varying_in_shard_map_body():
+    mesh = spmd.make_mesh((4, 2), ("i", "j"))
+    seen = {}
+
+    def body(a, b):
+        seen["a"] = spmd.typeof(a).manual_axis_type.varying
+        seen["b"] = spmd.typeof(b).mat.varying
+        seen["summed"] = spmd.typeof(psum(a * b, "i")).manual_axis_type.varying
+        seen["reduced"] = spmd.typeof(a).manual_axis_type.reduced
+        return a * b
+
+    spmd.shard_map(body, mesh=mesh, in_specs=(P("i"), P(None, "j")), out_specs=P("i", "j"))(
+        np.ones((8, 2)), np.ones((2, 4))
+    )
+    assert seen["a"] == {"i"}
+    assert seen["b"] == {"j"}
+    assert seen["summed"] == {"j"}
+    assert seen["reduced"] == frozenset()
+
+
+def test_manual_axis_type_outside_shard_map_is_empty():
+    assert spmd.typeof(np.ones(3)).manual_axis_type.varying == frozenset()

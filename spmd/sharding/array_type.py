@@ -38,6 +38,24 @@ class ArrayType(ShapedArray):
     def __repr__(self) -> str:
         return f"ShapedArray({self})"
 
+    @property
+    def manual_axis_type(self) -> ManualAxisType:
+        """JAX's ``typeof(x).manual_axis_type``: the Manual mesh axes the value varies over
+        (``.varying``, JAX's ``vma``); spmd has no unreduced or reduced values."""
+        return ManualAxisType(varying=self.vma)
+
+    mat = manual_axis_type  # JAX's short name
+
+
+@dataclass(frozen=True)
+class ManualAxisType:
+    """How a shard_map body's value relates to the Manual mesh axes, as JAX has it:
+    ``varying`` names the axes along which devices may hold different blocks."""
+
+    varying: frozenset[str] = frozenset()
+    unreduced: frozenset[str] = frozenset()
+    reduced: frozenset[str] = frozenset()
+
 
 def _names(names: tuple[str, ...]) -> str:
     return names[0] if len(names) == 1 else f"({','.join(names)})"
