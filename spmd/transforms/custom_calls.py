@@ -59,13 +59,20 @@ def _transpose_call(cotangents, *operands, call: Program, **params) -> list:
     return [next(found) if i in linear_set else None for i in range(len(operands))]
 
 
+def _vjp_call_transpose(cotangents, *operands, call, rule, name):
+    raise SpmdTypeError(
+        f"{name} (a custom_vjp function) was applied to a tangent, inside another function's "
+        f"derivative rule; its bwd rule is for its own inputs' cotangents, so it cannot be "
+        f"transposed there. Apply it to primal values only, or make it a custom_jvp function."
+    )
+
+
 def _common_rules(**rules) -> Rules:
     return Rules(
         shape=lambda *avals, call, **params: [v.aval for v in call.outvars],
         impl=lambda xp, *args, call, **params: eval_program(call, [], args, xp),
         varying=lambda eqn, operands: program_varying(eqn.params["call"], operands),
         inline=lambda params: params["call"],
-        transpose=_transpose_call,
         **rules,
     )
 
@@ -120,7 +127,7 @@ class BatchedJvpRule:
 
 custom_jvp_call_p = Primitive(
     "custom_jvp_call",
-    _common_rules(jvp=_jvp_call_jvp, batch=_jvp_call_batch),
+    _common_rules(jvp=_jvp_call_jvp, batch=_jvp_call_batch, transpose=_transpose_call),
     multiple_results=True,
 )
 
@@ -224,7 +231,7 @@ class BatchedVjpRule:
 
 custom_vjp_call_p = Primitive(
     "custom_vjp_call",
-    _common_rules(jvp=_vjp_call_jvp, batch=_vjp_call_batch),
+    _common_rules(jvp=_vjp_call_jvp, batch=_vjp_call_batch, transpose=_vjp_call_transpose),
     multiple_results=True,
 )
 

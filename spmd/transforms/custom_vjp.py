@@ -32,7 +32,8 @@ class VjpRule:
         self.diff_avals = [aval_of(x) for x in layout.diff_leaves]
 
     def __repr__(self) -> str:
-        return f"{getattr(self.user_fwd, '__name__', 'fwd')}/{getattr(self.user_bwd, '__name__', 'bwd')}"
+        fwd, bwd = (getattr(f, "__name__", "rule") for f in (self.user_fwd, self.user_bwd))
+        return f"{fwd}/{bwd}"
 
     def member_avals(self) -> list:
         return [a.strong() for a in self.diff_avals]
@@ -88,8 +89,6 @@ class VjpRule:
                         )
             found.extend(leaves)
         return found
-
-    # nondiff arrays for bwd: those the call was made with (bound at trace time)
 
 
 class custom_vjp:
