@@ -12,8 +12,8 @@ import pytest
 import spmd
 import spmd.numpy as snp
 from spmd import P
+from spmd.custom_derivatives import SymbolicZero
 from spmd.errors import ShapeError, SpmdError, SpmdTypeError
-from spmd.transforms.custom_layout import SymbolicZero
 
 
 def finite_difference(f, x: float, h: float = 1e-6) -> float:
