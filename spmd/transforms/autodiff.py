@@ -124,41 +124,101 @@ def _laid_out_like(ct: Any, x: Any) -> Any:
     return constrain(ct, sharding, "the gradient of an argument")
 
 
-def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False):
+def argnums_partial(fun: Callable, argnums, args: tuple, kwargs: dict, name: str):
+    """``fun`` as a function of the arguments ``argnums`` only (the others and ``kwargs``
+    fixed), and those arguments (a tuple)."""
+    positions = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    if not positions:
+        raise SpmdTypeError(f"{name}: argnums is empty; name at least one argument.")
+    for k in positions:
+        if not isinstance(k, (int, np.integer)) or not -len(args) <= k < len(args):
+            raise SpmdTypeError(
+                f"{name}: argnums {argnums!r} names argument {k}, but the function was "
+                f"called with {len(args)} positional arguments."
+            )
+    positions = tuple(int(k) % len(args) for k in positions)
+
+    def partial_fun(*diff):
+        full = list(args)
+        for k, value in zip(positions, diff, strict=True):
+            full[k] = value
+        return fun(*full, **kwargs)
+
+    return partial_fun, tuple(args[k] for k in positions)
+
+
+def check_input_dtype(name: str, holomorphic: bool, x: Any, forward: bool = False) -> None:
+    """JAX's checks of an argument differentiated by ``name``: complex when ``holomorphic``;
+    else float or complex (reverse mode), float (forward mode: ``jacfwd``)."""
+    dtype = aval_of(x).dtype
+    if holomorphic:
+        if dtype.kind != "c":
+            raise SpmdTypeError(
+                f"{name} with holomorphic=True requires inputs with complex dtype, but got "
+                f"{dtype.name}; pass complex arguments (e.g. x.astype(complex)), or drop "
+                f"holomorphic=True."
+            )
+    elif forward and dtype.kind != "f":
+        raise SpmdTypeError(
+            f"{name} requires real-valued inputs (a float dtype), but got {dtype.name}. For "
+            f"holomorphic differentiation, pass holomorphic=True. For non-holomorphic "
+            f"functions of complex or integer inputs, use spmd.jvp directly."
+        )
+    elif not np.issubdtype(dtype, np.inexact):
+        raise SpmdTypeError(
+            f"{name} requires real- or complex-valued inputs, but got a leaf of dtype "
+            f"{dtype.name}; differentiate with respect to float arguments only (convert it, "
+            f"or leave it out of argnums), or use spmd.vjp."
+        )
+
+
+def check_output_dtype(name: str, holomorphic: bool, x: Any, reverse: bool = True) -> None:
+    """JAX's checks of a result differentiated by ``name``: complex when ``holomorphic``;
+    else (reverse mode) real."""
+    dtype = aval_of(x).dtype
+    if holomorphic:
+        if dtype.kind != "c":
+            raise SpmdTypeError(
+                f"{name} with holomorphic=True requires outputs with complex dtype, but got "
+                f"{dtype.name}; drop holomorphic=True for a real-valued function."
+            )
+    elif reverse and dtype.kind == "c":
+        raise SpmdTypeError(
+            f"{name} requires real-valued outputs (a float dtype), but got {dtype.name}. For "
+            f"holomorphic differentiation, pass holomorphic=True. For non-holomorphic "
+            f"functions with complex outputs, use spmd.vjp directly."
+        )
+    elif reverse and dtype.kind != "f":
+        raise SpmdTypeError(
+            f"{name} requires real-valued outputs (a float dtype), but got {dtype.name}; for "
+            f"functions with integer outputs, use spmd.vjp directly."
+        )
+
+
+def value_and_grad(
+    fun: Callable,
+    argnums: int | Sequence[int] = 0,
+    has_aux: bool = False,
+    holomorphic: bool = False,
+):
     """A function returning ``fun``'s value and its gradient with respect to the arguments
-    ``argnums`` (``fun`` must return a real scalar). With ``has_aux``: ``((value, aux), grad)``.
+    ``argnums`` (``fun`` must return a real scalar; with ``holomorphic``, a complex scalar
+    of complex arguments, whose gradient is the complex derivative f'(z)). With
+    ``has_aux``: ``((value, aux), grad)``.
 
     Example: ``value_and_grad(lambda w: ((x @ w) ** 2).sum())(w)``.
     """
     many = not isinstance(argnums, int)
-    positions = tuple(argnums) if many else (argnums,)
+    name = "grad"
 
     def value_and_grad_fun(*args, **kwargs):
-        for k in positions:
-            if not -len(args) <= k < len(args):
-                raise SpmdTypeError(
-                    f"grad: argnums {argnums!r} names argument {k}, but the function was "
-                    f"called with {len(args)} positional arguments."
-                )
-        chosen = tuple(args[k] for k in positions)
-        for k, arg in zip(positions, chosen, strict=True):
-            for leaf in tree_flatten(arg)[0]:
-                if not _inexact(leaf):
-                    raise SpmdTypeError(
-                        f"grad requires real- or complex-valued inputs, but argument {k} has "
-                        f"a leaf of dtype {aval_of(leaf).dtype}; differentiate with respect to "
-                        f"float arguments only (convert it, or leave it out of argnums)."
-                    )
-
-        def partial_fun(*diff):
-            full = list(args)
-            for k, value in zip(positions, diff, strict=True):
-                full[k] = value
-            return fun(*full, **kwargs)
-
+        partial_fun, chosen = argnums_partial(fun, argnums, args, kwargs, name)
+        for leaf in tree_flatten(chosen)[0]:
+            check_input_dtype(name, holomorphic, leaf)
         result = vjp(partial_fun, *chosen, has_aux=has_aux)
         value, pullback = result[0], result[1]
         _check_scalar(value)
+        check_output_dtype(name, holomorphic, value)
         grads = pullback(np.ones((), aval_of(value).dtype))
         grads = grads if many else grads[0]
         return ((value, result[2]) if has_aux else value), grads
@@ -166,13 +226,19 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
     return value_and_grad_fun
 
 
-def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False):
+def grad(
+    fun: Callable,
+    argnums: int | Sequence[int] = 0,
+    has_aux: bool = False,
+    holomorphic: bool = False,
+):
     """A function returning the gradient of ``fun`` (a real scalar) with respect to the
-    arguments ``argnums``; with ``has_aux``, ``(grad, aux)``.
+    arguments ``argnums``; with ``has_aux``, ``(grad, aux)``. With ``holomorphic``, ``fun``
+    maps complex arguments to a complex scalar and the gradient is f'(z), as in JAX.
 
     Example: ``grad(lambda x: (x ** 2).sum())(x)`` is ``2 * x``.
     """
-    value_and_grad_fun = value_and_grad(fun, argnums, has_aux)
+    value_and_grad_fun = value_and_grad(fun, argnums, has_aux, holomorphic)
 
     def grad_fun(*args, **kwargs):
         value, grads = value_and_grad_fun(*args, **kwargs)
@@ -224,11 +290,6 @@ def _check_scalar(value: Any) -> None:
     if len(leaves) != 1 or aval_of(leaves[0]).shape != ():
         shown = aval_of(leaves[0]) if len(leaves) == 1 else tree
         raise SpmdTypeError(
-            f"grad requires a function that returns one real scalar, but it returned {shown}; "
+            f"grad requires a function that returns one scalar, but it returned {shown}; "
             f"reduce it first (e.g. .sum()), or use spmd.vjp for non-scalar outputs."
-        )
-    if not np.issubdtype(aval_of(leaves[0]).dtype, np.floating):
-        raise SpmdTypeError(
-            f"grad requires a real-valued (float) output, but the function returned "
-            f"{aval_of(leaves[0])}; for complex outputs use spmd.vjp."
         )
