@@ -178,6 +178,10 @@ def _convert_jvp(primals, out, tangents, *, new_dtype):
 
 
 def _convert_transpose(ct, x, *, new_dtype):
+    """``ct`` back in the operand's dtype; a complex cotangent of a real operand keeps its
+    real part (as JAX's conversion does), taken explicitly rather than by a lossy cast."""
+    if aval_of(ct).dtype.kind == "c" and x.aval.dtype.kind != "c":
+        ct = bind("real", ct)
     return [convert(ct, x.aval.dtype)]
 
 

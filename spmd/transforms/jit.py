@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -13,7 +14,7 @@ from spmd.core.axes import argument_positions
 from spmd.core.interpret import compile_program
 from spmd.core.program import Program, Var
 from spmd.core.trace import EVAL_TRACE, ProgramTrace, aval_of, current_trace, tracing
-from spmd.errors import ShardingError, SpmdError, SpmdTypeError, plural
+from spmd.errors import ShardingError, SpmdError, SpmdTypeError, SpmdValueError, plural
 from spmd.prims.sharding_constraint import inspect_sharding_p
 from spmd.runtime.array import Array
 from spmd.runtime.constrain import constrain
@@ -39,8 +40,64 @@ from spmd.tree_util import (
 )
 
 
-def _as_tuple(x: int | Sequence[int] | str | Sequence[str]) -> tuple:
+def _as_tuple(x: int | Sequence[int] | str | Sequence[str] | None) -> tuple:
+    if x is None:
+        return ()
     return (x,) if isinstance(x, (int, str)) else tuple(x)
+
+
+_NAMED = inspect.Parameter.POSITIONAL_OR_KEYWORD
+
+
+def static_arguments(fun: Callable, argnums: tuple, argnames: tuple) -> tuple[tuple, tuple]:
+    """``static_argnums`` and ``static_argnames`` completed from each other through
+    ``fun``'s signature, as JAX does: given one, the other names the same parameters (those
+    that can be passed either way); given both, each is kept as given. Checked against the
+    signature: a position past its positional parameters (without ``*args``), or a name it
+    does not take (without ``**kwargs``), is an error."""
+    for i in argnums:
+        if not isinstance(i, (int, np.integer)) or isinstance(i, bool):
+            raise SpmdTypeError(f"jit: static_argnums must be ints, got {i!r}.")
+    for name in argnames:
+        if not isinstance(name, str):
+            raise SpmdTypeError(f"jit: static_argnames must be strings, got {name!r}.")
+    argnums = tuple(int(i) for i in argnums)
+    try:
+        parameters = inspect.signature(fun).parameters
+    except (TypeError, ValueError):  # builtins and some callables have no signature
+        return argnums, argnames
+    kinds = [p.kind for p in parameters.values()]
+    names = list(parameters)
+    if argnums and not argnames:
+        argnames = tuple(k for i, k in enumerate(names) if kinds[i] == _NAMED and i in argnums)
+    elif argnames and not argnums:
+        argnums = tuple(i for i, k in enumerate(names) if kinds[i] == _NAMED and k in argnames)
+    positional = (inspect.Parameter.POSITIONAL_ONLY, _NAMED)
+    if inspect.Parameter.VAR_POSITIONAL not in kinds:
+        count = sum(kind in positional for kind in kinds)
+        for i in argnums:
+            if i >= count:
+                raise SpmdValueError(
+                    f"jit: static_argnums has {i}, but the function takes only {count} "
+                    f"positional arguments ({', '.join(names[:count]) or 'none'}); name a "
+                    f"parameter it has, or use static_argnames."
+                )
+    only_positional = {k for k, kind in zip(names, kinds, strict=True)
+                       if kind == inspect.Parameter.POSITIONAL_ONLY}  # fmt: skip
+    if bad := sorted(only_positional & set(argnames)):
+        raise SpmdValueError(
+            f"jit: static_argnames names {bad}, which are positional-only parameters; "
+            f"use static_argnums for them."
+        )
+    if inspect.Parameter.VAR_KEYWORD not in kinds:
+        keyword = {k for k, kind in zip(names, kinds, strict=True)
+                   if kind in (_NAMED, inspect.Parameter.KEYWORD_ONLY)}  # fmt: skip
+        if bad := sorted(set(argnames) - keyword):
+            raise SpmdValueError(
+                f"jit: static_argnames names {bad}, but the function takes no such "
+                f"argument (its parameters: {', '.join(names) or 'none'})."
+            )
+    return argnums, tuple(argnames)
 
 
 @dataclass(frozen=True)
@@ -86,8 +143,9 @@ class Jitted:
         donate_argnums=(),
     ) -> None:
         self.fun = fun
-        self.static_argnums = _as_tuple(static_argnums)
-        self.static_argnames = _as_tuple(static_argnames)
+        self.static_argnums, self.static_argnames = static_arguments(
+            fun, _as_tuple(static_argnums), _as_tuple(static_argnames)
+        )
         self.in_shardings = in_shardings
         self.out_shardings = out_shardings
         self.donate_argnums = _as_tuple(donate_argnums)
@@ -98,8 +156,10 @@ class Jitted:
         self.label = f"jit({self.__name__})"  # what mesh errors call it (eager ops: "add")
 
     def _static_positions(self, args: tuple) -> tuple[int, ...]:
-        """``static_argnums`` as positions in ``args`` (negative ones count from the end)."""
-        return argument_positions(self.static_argnums, len(args), self.label, "static_argnums")
+        """``static_argnums`` as positions in ``args`` (negative ones count from the end);
+        those past the end name arguments passed by keyword or left to their defaults."""
+        passed = tuple(i for i in self.static_argnums if i < len(args))
+        return argument_positions(passed, len(args), self.label, "static_argnums")
 
     def _split(self, args: tuple, kwargs: dict):
         if not self.static_argnums and not self.static_argnames:
