@@ -12,6 +12,7 @@ from spmd.numpy import (
     reductions,
     shaping,
     sorting,
+    stacking,
     updates,
 )
 from spmd.numpy.comparison import *  # noqa: F403
@@ -46,3 +47,10 @@ __all__ = [
 # the case table (tests/cases/) has rows for them.
 empty_like, nonzero = creation.empty_like, indexing.nonzero
 ndim, shape, size = shaping.ndim, shaping.shape, shaping.size
+vdot = linalg.vdot
+column_stack, dstack, hstack, vstack = (
+    stacking.column_stack,
+    stacking.dstack,
+    stacking.hstack,
+    stacking.vstack,
+)

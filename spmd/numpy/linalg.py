@@ -14,7 +14,7 @@ from spmd.core.axes import normalize_axes
 from spmd.core.trace import aval_of
 from spmd.errors import ShapeError, SpmdTypeError, shape_str
 from spmd.numpy.creation import zeros_like
-from spmd.numpy.elementwise import multiply  # type: ignore[attr-defined]
+from spmd.numpy.elementwise import conjugate, multiply  # type: ignore[attr-defined]
 from spmd.numpy.placement import takes_out_sharding
 from spmd.numpy.shaping import astype, reshape
 from spmd.prims.contraction import LETTERS, einsum_p
@@ -118,6 +118,23 @@ def dot(a: Any, b: Any):
         labels_a[-1] = labels_b[axis_b] = "sum"
     output = [t for t in labels_a + labels_b if t != "sum"]
     return _bind([a, b], [labels_a, labels_b], output, "dot")
+
+
+def vdot(a: Any, b: Any):
+    """``numpy.vdot``: the dot product of the flattened arrays, the first conjugated.
+
+    Example: ``vdot([1j, 2], [1j, 2])`` is 5.
+    """
+    a, b = _operand(a, "a"), _operand(b, "b")
+    x, y = aval_of(a), aval_of(b)
+    if x.size != y.size:
+        raise ShapeError(
+            f"spmd.numpy.vdot: a has {x.size} elements ({shape_str(x.shape)}) and b has "
+            f"{y.size} ({shape_str(y.shape)}); vdot flattens both, so their sizes must match."
+        )
+    if x.dtype.kind == "c":
+        a = conjugate(a)
+    return dot(reshape(a, (x.size,)), reshape(b, (y.size,)))
 
 
 @takes_out_sharding
