@@ -13,9 +13,6 @@ same one.
 
 from __future__ import annotations
 
-import functools
-import itertools
-import math
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -23,21 +20,24 @@ from typing import Any
 
 import numpy as np
 
-from spmd.core.interpret import Access, apply, last_uses, literal_value, reuse_plan, runner
+from spmd.core.interpret import apply
 from spmd.core.program import Literal, Var
 from spmd.runtime.array import Array
 from spmd.runtime.buffers import host_view, on_device
 from spmd.runtime.communicator import Communicator, communicator_for
-from spmd.runtime.cores import blas_threads, contractions_one_at_a_time, core_count, observed
+from spmd.runtime.control_steps import run_branch, run_loop
 from spmd.runtime.counting import record
 from spmd.runtime.messages import EAGER, Speaker, fingerprint, speaking_for
-from spmd.runtime.pool import INLINE_BYTES, parallel_map
+from spmd.runtime.segments import PYTHON_SCALARS, Plan, drop, on, plan_of, run_segment
 from spmd.sharding.device import process_index
 from spmd.sharding.device_program import (
     Alias,
+    Block,
+    Branch,
     Collective,
     Compute,
     FromHost,
+    Loop,
     Partitioned,
     PerDevice,
     Reshard,
@@ -47,8 +47,6 @@ from spmd.sharding.layout import bounds_to_slices
 from spmd.sharding.mesh import Mesh, device_groups
 from spmd.sharding.named import NamedSharding
 from spmd.sharding.reshard import value_layout
-
-_PYTHON_SCALARS = frozenset({bool, int, float, complex})
 
 
 def local_positions(mesh: Mesh) -> tuple[int, ...]:
@@ -73,7 +71,6 @@ def execute(
     that never touched it, as NumPy arrays). ``name`` (``jit(f)``) is what messages to
     other processes say they belong to."""
     program, mesh = part.program, part.mesh
-    devices = mesh.devices.flat
     prepared = _prepared(part)
     positions, comm = prepared.positions, prepared.comm
     if prepared.speakers is None:
@@ -89,36 +86,10 @@ def execute(
             host[var] = np.asarray(arg) if isinstance(arg, Array) else arg
         else:
             env[var] = device_buffers(arg, mesh, positions)
-    for eqn in part.host_equations:
-        values = [a.value if isinstance(a, Literal) else host[a] for a in eqn.inputs]
-        host.update(zip(eqn.outputs, apply(eqn.primitive, np, values, eqn.params), strict=True))
-    last_use, calls = prepared.last_use, prepared.calls
-    segment: list[tuple[Compute, Any]] = []
-    for index, step in enumerate(part.steps if positions else ()):  # none: no device here
-        if isinstance(step, Compute):
-            segment.append((step, calls[index]))
-            continue
-        _run_segment(segment, env, positions)
-        segment = []
-        if isinstance(step, Collective):
-            with speaking_for(prepared.speakers.get(index, EAGER)):
-                env[step.output] = _collective(step, env, mesh, positions, comm)
-        elif isinstance(step, PerDevice):
-            env[step.var] = {p: _on(devices[p], step.values[p]) for p in positions}
-        elif isinstance(step, Alias):
-            env[step.dst] = env[step.src]
-        elif isinstance(step, FromHost):
-            value = host[step.host]
-            if type(value) in _PYTHON_SCALARS:  # keeps its weak type: 2.5 * f32 stays f32
-                env[step.var] = dict.fromkeys(positions, value)
-            else:
-                value = np.asarray(value)
-                env[step.var] = {p: on_device(devices[p], value[step.slices[p]]) for p in positions}
-        else:
-            with speaking_for(prepared.speakers.get(index, EAGER)):
-                env[step.dst] = _reshard(step, env[step.src], mesh, comm)
-        _drop(env, last_use, index)
-    _run_segment(segment, env, positions)
+    _run_host(part.host_equations, host)
+    if positions:  # none: no device here
+        run = _Run(mesh, positions, comm, prepared.speakers)
+        run.steps(part.steps, prepared.plan, env, host, None)
     results = []
     for (atom, sharding), kind in zip(part.outputs, memory_kinds, strict=True):
         if sharding is None:
@@ -127,15 +98,101 @@ def execute(
             continue
         if isinstance(atom, Literal):
             value = np.asarray(atom.value, atom.aval.dtype)
-            layout = value_layout(mesh, sharding.dims, value.shape)
-            buffers = {
-                p: value[bounds_to_slices(layout.bounds(layout.blocks[p]))] for p in positions
-            }
+            buffers = _literal_blocks(value, sharding, mesh, positions)
         else:
             buffers = env.get(atom, {})
         target = NamedSharding(mesh, sharding.spec, kind)
         results.append(_as_array(target, buffers, atom.aval, mesh))
     return results
+
+
+def _run_host(equations, host: dict) -> None:
+    for eqn in equations:
+        values = [a.value if isinstance(a, Literal) else host[a] for a in eqn.inputs]
+        host.update(zip(eqn.outputs, apply(eqn.primitive, np, values, eqn.params), strict=True))
+
+
+def _literal_blocks(value: np.ndarray, sharding, mesh: Mesh, positions) -> dict:
+    layout = value_layout(mesh, sharding.dims, value.shape)
+    return {p: value[bounds_to_slices(layout.bounds(layout.blocks[p]))] for p in positions}
+
+
+@dataclass(eq=False)
+class _Run:
+    """One run of a program here: the mesh, this process's positions, the communicator and
+    what each of the program's steps' messages say they are. It runs the program's steps
+    and, through spmd/runtime/control_steps.py, its loop and branch bodies'."""
+
+    mesh: Mesh
+    positions: tuple[int, ...]
+    comm: Communicator
+    speakers: dict[int, Speaker]
+
+    def steps(self, steps, plan: Plan, env: dict, host: dict, speaker: Speaker | None) -> None:
+        """Run ``steps`` on ``env`` (``{var: {position: buffer}}``); their messages say
+        ``speaker`` (None: each step of the program its own)."""
+        mesh, positions, comm = self.mesh, self.positions, self.comm
+        devices = mesh.devices.flat
+        segment: list[tuple[Compute, Any]] = []
+        for index, step in enumerate(steps):
+            if isinstance(step, Compute):
+                segment.append((step, plan.calls[index]))
+                continue
+            run_segment(segment, env, positions)
+            segment = []
+            says = speaker or self.speakers.get(index, EAGER)
+            if isinstance(step, Collective):
+                with speaking_for(says):
+                    env[step.output] = _collective(step, env, mesh, positions, comm)
+            elif isinstance(step, PerDevice):
+                env[step.var] = {p: on(devices[p], step.values[p]) for p in positions}
+            elif isinstance(step, Alias):
+                env[step.dst] = env[step.src]
+            elif isinstance(step, FromHost):
+                value = host[step.host]
+                if type(value) in PYTHON_SCALARS:  # keeps its weak type: 2.5 * f32 stays f32
+                    env[step.var] = dict.fromkeys(positions, value)
+                else:
+                    value = np.asarray(value)
+                    env[step.var] = {
+                        p: on_device(devices[p], value[step.slices[p]]) for p in positions
+                    }
+            elif isinstance(step, Loop):
+                run_loop(self, step, env, says)
+            elif isinstance(step, Branch):
+                run_branch(self, step, env, says)
+            else:
+                with speaking_for(says):
+                    env[step.dst] = _reshard(step, env[step.src], mesh, comm)
+            drop(env, plan.last_use, index)
+        run_segment(segment, env, positions)
+
+    def block(self, block: Block, values: list[dict], speaker: Speaker) -> list[dict]:
+        """Run a loop's or branch's body on ``values`` (per invar, by position)."""
+        env = {var: dict(v) for var, v in zip(block.invars, values, strict=True)}
+        host: dict = {}
+        _run_host(block.host_equations, host)
+        library = self.mesh.devices.flat[0].library
+        plan = plan_of(block, block.steps, block.outvars, library)
+        self.steps(block.steps, plan, env, host, speaker)
+        return [
+            self.read(atom, sharding, env)
+            for atom, sharding in zip(block.outvars, block.out_shardings, strict=True)
+        ]
+
+    def read(self, atom, sharding, env: dict) -> dict:
+        """``atom``'s blocks by position: a value's, or a literal's laid out as
+        ``sharding`` (None: whole on every device)."""
+        if isinstance(atom, Var):
+            return env[atom]
+        if type(atom.value) in PYTHON_SCALARS:
+            return dict.fromkeys(self.positions, atom.value)
+        value = np.asarray(atom.value, atom.aval.dtype)
+        devices = self.mesh.devices.flat
+        if sharding is None or not value.ndim:
+            return {p: on_device(devices[p], value) for p in self.positions}
+        blocks = _literal_blocks(value, sharding, self.mesh, self.positions)
+        return {p: on_device(devices[p], b) for p, b in blocks.items()}
 
 
 def _speakers(part: Partitioned, name: str, digest: int) -> dict[int, Speaker]:
@@ -148,6 +205,9 @@ def _speakers(part: Partitioned, name: str, digest: int) -> dict[int, Speaker]:
         elif isinstance(step, Reshard):
             aval = step.src.aval
             speakers[index] = Speaker(name, digest, index, "reshard", f"{aval}")
+        elif isinstance(step, Loop | Branch):
+            what = step.kind if isinstance(step, Loop) else "cond"
+            speakers[index] = Speaker(name, digest, index, what, "its body")
     return speakers
 
 
@@ -156,6 +216,31 @@ def _fingerprint(part: Partitioned, memory_kinds) -> str:
     shardings, and the mesh."""
     devices = [(d.id, d.process_index) for d in part.mesh.devices.flat]
     return f"{as_text(part)}\nmemory kinds {list(memory_kinds)}\nmesh devices {devices}"
+
+
+@dataclass(eq=False)
+class _Prepared:
+    """What a partitioned program needs to run here, worked out once: this process's mesh
+    positions, the communicator, the plan of its steps, and, once the processes agreed on
+    the program, what each step's messages say they are (spmd/runtime/messages.py)."""
+
+    positions: tuple[int, ...]
+    comm: Communicator
+    plan: Plan
+    speakers: dict[int, Speaker] | None = None  # set once the processes agreed
+
+
+_PREPARED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _prepared(part: Partitioned) -> _Prepared:
+    found = _PREPARED.get(part)
+    if found is None:
+        library = part.mesh.devices.flat[0].library
+        plan = plan_of(part, part.steps, [atom for atom, _ in part.outputs], library)
+        comm = communicator_for(tuple(part.mesh.devices.flat))
+        found = _PREPARED[part] = _Prepared(local_positions(part.mesh), comm, plan)
+    return found
 
 
 def _as_array(sharding: NamedSharding, buffers: dict, aval, mesh) -> Array:
@@ -171,160 +256,6 @@ def _as_array(sharding: NamedSharding, buffers: dict, aval, mesh) -> Array:
             )
         owned[device] = kept
     return Array._from_buffers(sharding, owned, aval.shape, aval.dtype)
-
-
-def _accesses(part: Partitioned) -> list[Access]:
-    """What each step reads and writes, for core's one last-use and reuse analysis: an
-    elementwise Compute step makes fresh buffers keyed by their sharding; a Reshard, an
-    Alias or a collective may give back (views of) what it reads."""
-    accesses = []
-    for step in part.steps:
-        if isinstance(step, Compute):
-            writes = step.eqn.primitive.rules.writes_into
-            accesses.append(
-                Access(step.inputs, step.outputs, writes, writes and step.reusable, step.shardings)
-            )
-        elif isinstance(step, Reshard | Alias):
-            accesses.append(Access((step.src,), (step.dst,)))
-        elif isinstance(step, Collective):
-            accesses.append(Access((step.input,), (step.output,)))
-        else:  # PerDevice, FromHost: from the host
-            accesses.append(Access((), (step.var,)))
-    return accesses
-
-
-def _drop(env: dict, last_use: dict, index: int) -> None:
-    for var in [v for v in env if last_use.get(v, -1) <= index]:
-        del env[var]
-
-
-@dataclass(eq=False)
-class _Prepared:
-    """What a partitioned program needs to run here, worked out once: this process's mesh
-    positions, the communicator, each value's last use, each Compute step's per-device call
-    (by step index), and, once the processes agreed on the program, what each step's
-    messages say they are (spmd/runtime/messages.py)."""
-
-    positions: tuple[int, ...]
-    comm: Communicator
-    last_use: dict[Var, int]
-    calls: dict[int, Any]
-    speakers: dict[int, Speaker] | None = None  # set once the processes agreed
-
-
-_PREPARED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
-def _prepared(part: Partitioned) -> _Prepared:
-    found = _PREPARED.get(part)
-    if found is None:
-        accesses = _accesses(part)
-        last_use = last_uses(accesses, [atom for atom, _ in part.outputs])
-        reuse = reuse_plan(accesses, last_use)
-        library = part.mesh.devices.flat[0].library
-        calls = {
-            index: _call(step, index, reuse.get(index), last_use, library)
-            for index, step in enumerate(part.steps)
-            if isinstance(step, Compute)
-        }
-        comm = communicator_for(tuple(part.mesh.devices.flat))
-        found = _PREPARED[part] = _Prepared(local_positions(part.mesh), comm, last_use, calls)
-    return found
-
-
-def _call(step: Compute, index: int, reuse: int | None, last_use: dict[Var, int], library):
-    """``(env, position) -> None``: run step ``index`` for one device with its backend's
-    array namespace, its dispatch decided once, and let go of that device's values that die
-    there."""
-    primitive = step.eqn.primitive
-    run = runner(
-        primitive,
-        library.xp,
-        library.name,
-        params=any(step.params),
-        out=reuse is not None,
-        wrap=observed if primitive.rules.calls_blas else None,
-    )
-    getters = [
-        _constant(literal_value(a.value, library.xp))
-        if isinstance(a, Literal)
-        else (lambda env, position, var=a: env[var][position])
-        for a in step.inputs
-    ]
-    used = [a for a in step.inputs if isinstance(a, Var)] + list(step.outputs)
-    dying = [var for var in dict.fromkeys(used) if last_use.get(var, -1) <= index]
-
-    def call(env: dict, position: int) -> None:
-        values = [get(env, position) for get in getters]
-        params = step.params[position]
-        if reuse is not None:
-            target = values[reuse]
-            if type(target) is np.ndarray and target.flags.writeable and target.ndim:
-                params = {**params, "out": target}
-        for var, value in zip(step.outputs, run(values, params), strict=True):
-            env[var][position] = value
-        for var in dying:
-            del env[var][position]
-
-    return call
-
-
-def _on(device, value: Any) -> Any:
-    """A host value as ``device``'s code takes it: a Python scalar stays one (it promotes
-    weakly), anything else becomes the device's array."""
-    return value if type(value) in _PYTHON_SCALARS else on_device(device, value)
-
-
-def _constant(value: Any):
-    return lambda env, position: value
-
-
-def _run_segment(segment: list[tuple[Compute, Any]], env: dict, positions: tuple[int, ...]) -> None:
-    """Run consecutive per-device equations for this process's devices: one task per
-    device on the thread pool when there is enough data, inline otherwise. Contractions
-    share the cores as spmd/runtime/cores.py says."""
-    if not segment or not positions:
-        return
-    count = len(positions)
-    first = positions[0]
-    first_inputs = [a for s, _ in segment for a in s.inputs if isinstance(a, Var) and a in env]
-    nbytes = count * sum(
-        math.prod(np.shape(env[v][first])) * v.aval.dtype.itemsize
-        for v in dict.fromkeys(first_inputs)
-    )
-    for step, _ in segment:
-        for var in step.outputs:
-            env[var] = {}
-
-    def side_by_side(steps: list) -> None:
-        parallel_map(functools.partial(_run_calls, steps, env), positions, nbytes)
-
-    if not any(_calls_blas(item) for item in segment):
-        side_by_side(segment)  # inline if there is too little to share out
-    elif nbytes < INLINE_BYTES:
-        for position in positions:
-            _run_calls(segment, env, position)
-    elif contractions_one_at_a_time(count):
-        with blas_threads(core_count()):
-            for blas, run in itertools.groupby(segment, _calls_blas):
-                if not blas:
-                    side_by_side(list(run))
-                    continue
-                for _, call in run:  # one device at a time, each call on every core
-                    for position in positions:
-                        call(env, position)
-    else:
-        with blas_threads(1):  # devices side by side, one BLAS thread each
-            side_by_side(segment)
-
-
-def _calls_blas(item: tuple[Compute, Any]) -> bool:
-    return item[0].eqn.primitive.rules.calls_blas
-
-
-def _run_calls(segment: list[tuple[Compute, Any]], env: dict, position: int) -> None:
-    for _, call in segment:
-        call(env, position)
 
 
 def _by_device(buffers: dict, mesh: Mesh) -> dict:

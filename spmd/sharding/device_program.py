@@ -2,8 +2,9 @@
 
 A partitioned program is host equations (run once) and per-device steps: Compute (one
 equation on each device's blocks), Collective (written in a per-device program), Reshard
-(a resharding plan of collective steps), FromHost, PerDevice and Alias. transforms/ builds
-it; runtime/ runs it; neither imports the other.
+(a resharding plan of collective steps), FromHost, PerDevice and Alias, and Loop and Branch
+(control flow), whose bodies are Blocks of such steps. transforms/ builds it; runtime/ runs
+it; neither imports the other.
 """
 
 from __future__ import annotations
@@ -93,6 +94,79 @@ class Reshard:
     reason: str
 
 
+@dataclass(frozen=True, eq=False)
+class Block:
+    """A loop's or branch's body: ``steps`` on the values ``invars`` (bound afresh each time
+    it runs), computing ``outvars`` laid out as ``out_shardings``. ``host_equations`` (on
+    literals alone) run on the host first, each time."""
+
+    invars: tuple[Var, ...]
+    host_equations: tuple[Equation, ...]
+    steps: tuple
+    outvars: tuple  # Var or Literal
+    out_shardings: tuple[ValueSharding, ...]
+
+
+@dataclass(frozen=True, eq=False)
+class Loop:
+    """A while loop or a scan whose body runs as sub-steps on every device.
+
+    ``kind`` "while": ``operands`` are the condition's constants (``counts[0]``), the body's
+    (``counts[1]``), then the carry; ``cond`` maps (its constants, carry) to the predicate,
+    ``body`` (its constants, carry) to the next carry. ``kind`` "scan": ``operands`` are the
+    constants (``counts[0]``), the carry (``counts[1]``), then the xs, each split along
+    everything but its leading axis; ``body`` maps (constants, carry, each x's slice) to
+    (carry, each y's slice), stacked into the ys (``y_blocks``: each y's slice block shape
+    per device position, for a scan of length 0)."""
+
+    kind: str
+    operands: tuple  # Var or Literal
+    outputs: tuple[Var, ...]
+    shardings: tuple[ValueSharding, ...]
+    body: Block
+    cond: Block | None
+    counts: tuple[int, int]
+    length: int = 0
+    reverse: bool = False
+    y_blocks: tuple = ()
+
+
+@dataclass(frozen=True, eq=False)
+class Branch:
+    """``branches[index]`` (clamped) runs on ``operands``; ``index`` is an int scalar that
+    every device holds alike."""
+
+    index: Var | Literal
+    operands: tuple
+    outputs: tuple[Var, ...]
+    shardings: tuple[ValueSharding, ...]
+    branches: tuple[Block, ...]
+
+
+def blocks_of(step) -> list[tuple[str, Block]]:
+    """A control-flow step's bodies, named as printed: (name, Block)."""
+    if isinstance(step, Loop):
+        named = [("body", step.body)]
+        return [("cond", step.cond), *named] if step.cond is not None else named
+    if isinstance(step, Branch):
+        return [(f"branch {k}", b) for k, b in enumerate(step.branches)]
+    return []
+
+
+def collectives_in(steps) -> list:
+    """Every collective of ``steps``: resharding Steps and per-device programs' Collectives,
+    those of loop and branch bodies included (once each, as written)."""
+    found = []
+    for step in steps:
+        if isinstance(step, Reshard):
+            found.extend(s for s in step.steps if s.is_collective)
+        elif isinstance(step, Collective):
+            found.append(step)
+        for _, block in blocks_of(step):
+            found.extend(collectives_in(block.steps))
+    return found
+
+
 @dataclass(eq=False)
 class Partitioned:
     program: Program
@@ -105,11 +179,6 @@ class Partitioned:
 
     @property
     def collectives(self) -> list:
-        """Every collective: resharding Steps and per-device programs' Collectives."""
-        found = []
-        for step in self.steps:
-            if isinstance(step, Reshard):
-                found.extend(s for s in step.steps if s.is_collective)
-            elif isinstance(step, Collective):
-                found.append(step)
-        return found
+        """Every collective: resharding Steps and per-device programs' Collectives, those in
+        loop and branch bodies included."""
+        return collectives_in(self.steps)
