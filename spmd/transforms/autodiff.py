@@ -9,14 +9,14 @@ from typing import Any
 
 import numpy as np
 
-from spmd.core.ad import JVPTrace, jvp_call, linearize, transpose, zeros
+from spmd.core.ad import JVPTrace, JVPTracer, jvp_call, linearize, transpose, zeros
 from spmd.core.trace import Tracer, aval_of, current_trace, tracing
 from spmd.errors import ShapeError, SpmdTypeError
 from spmd.runtime.array import Array
 from spmd.runtime.constrain import constrain
 from spmd.sharding.named import NamedSharding
 from spmd.transforms.typeof import PropagatedTypes
-from spmd.tree_util import tree_flatten, tree_unflatten
+from spmd.tree_util import tree_flatten, tree_map, tree_unflatten
 
 
 def _flat(fun: Callable, in_tree, has_aux: bool, store: dict) -> Callable:
@@ -103,7 +103,19 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False):
         return tree_unflatten(in_tree, cts)
 
     out = tree_unflatten(out_tree, outs)
-    return (out, pullback, store["aux"]) if has_aux else (out, pullback)
+    return (out, pullback, undifferentiated(store["aux"])) if has_aux else (out, pullback)
+
+
+def undifferentiated(aux: Any) -> Any:
+    """An aux value as the caller sees it: each leaf that is a value of a finished JVP trace
+    replaced by its primal (aux is not differentiated, and its tracer would escape)."""
+
+    def primal(x: Any) -> Any:
+        while isinstance(x, JVPTracer) and not x._trace.active:
+            x = x.primal
+        return x
+
+    return tree_map(primal, aux)
 
 
 def _laid_out_like(ct: Any, x: Any) -> Any:

@@ -25,6 +25,7 @@ from spmd.transforms.autodiff import (
     check_input_dtype,
     check_output_dtype,
     jvp,
+    undifferentiated,
     vjp,
 )
 from spmd.transforms.vmap import vmap
@@ -204,7 +205,7 @@ def _jvp_with_aux(fun: Callable, primals: tuple, tangents: tuple):
         return out
 
     y, t = jvp(without_aux, primals, tangents)
-    return y, t, store["aux"]
+    return y, t, undifferentiated(store["aux"])
 
 
 def _split_aux(out: Any) -> tuple:
