@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from spmd.core.inline import inline_calls
 from spmd.core.program import Program, Var
 from spmd.errors import ShardingError
 from spmd.prims.sharding_constraint import sharding_constraint_p
@@ -35,12 +36,12 @@ def program_mesh(name: str, leaves, program: Program, targets) -> Mesh | None:
     the one of its constraints', arguments' and out_shardings' meshes on which most of their
     shardings are splits of its axes (the first on a tie). None: no mesh is named."""
     pinned, per_device, items = [], [], []
-    for eqn in program.equations:
+    for eqn in inline_calls(program).equations:
         if eqn.primitive is sharding_constraint_p:
             sharding = eqn.params["sharding"]
             pinned.append(("with_sharding_constraint", sharding.mesh))
             items.append((sharding, eqn.outputs[0].aval.shape))
-        elif eqn.primitive.rules.per_device is not None:
+        elif eqn.primitive.rules.per_device is not None and "mesh" in eqn.params:
             pinned.append((eqn.primitive.name, eqn.params["mesh"]))
             per_device.append(pinned[-1])
     arguments, outputs = [], []
@@ -119,11 +120,12 @@ def arrivals(leaves, mesh: Mesh) -> list[NamedSharding | None]:
 
 
 def constraints_onto(program: Program, mesh: Mesh) -> tuple[Program, dict[Var, NamedSharding]]:
-    """``program`` with constraints on other meshes over ``mesh``'s devices pinning their
-    split on ``mesh`` (or the nearest one), and each such constraint's result → the sharding
-    it asked for (where that result is returned, it is moved there)."""
+    """``program``, its calls inlined, with constraints on other meshes over ``mesh``'s devices
+    pinning their split on ``mesh`` (or the nearest one), and each such constraint's result →
+    the sharding it asked for (where that result is returned, it is moved there)."""
     asked: dict[Var, NamedSharding] = {}
     equations = []
+    program = inline_calls(program)
     for eqn in program.equations:
         sharding = eqn.params.get("sharding") if eqn.primitive is sharding_constraint_p else None
         if sharding is not None and sharding.mesh != mesh and same_devices(sharding.mesh, mesh):
