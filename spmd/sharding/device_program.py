@@ -105,6 +105,7 @@ class Block:
     steps: tuple
     outvars: tuple  # Var or Literal
     out_shardings: tuple[ValueSharding, ...]
+    in_shardings: tuple[ValueSharding, ...] | None = None  # for printing (None: whole)
 
 
 @dataclass(frozen=True, eq=False)

@@ -8,12 +8,15 @@ import numpy as np
 from spmd.core.program import Literal, Var
 from spmd.sharding.device_program import (
     Alias,
+    Branch,
     Collective,
     Compute,
     FromHost,
+    Loop,
     Partitioned,
     PerDevice,
     Reshard,
+    blocks_of,
 )
 from spmd.sharding.reshard import format_bytes, value_layout
 from spmd.sharding.rules import ValueSharding
@@ -58,24 +61,37 @@ def as_text(part: Partitioned) -> str:
         lines.append(
             f"    {outs} = {eqn.primitive.name}{_params(eqn.params)} {ins}   # on the host"
         )
-    for step in part.steps:
+    lines.extend(_step_lines(part.steps, names, binder, atom, "    "))
+    outs = ", ".join(atom(a) for a, _ in part.outputs)
+    lines.append(f"  in ({outs}) }}")
+    return "\n".join(lines)
+
+
+def _step_lines(steps, names, binder, atom, indent: str) -> list[str]:
+    """The printed steps, each line starting with ``indent``; bodies nested deeper."""
+    lines = []
+    for step in steps:
         if isinstance(step, Compute):
             outs = " ".join(binder(v, s) for v, s in zip(step.outputs, step.shardings, strict=True))
             ins = " ".join(atom(a) for a in step.inputs)
-            lines.append(f"    {outs} = {step.eqn.primitive.name}{_params(step.eqn.params)} {ins}")
+            lines.append(
+                f"{indent}{outs} = {step.eqn.primitive.name}{_params(step.eqn.params)} {ins}"
+            )
         elif isinstance(step, FromHost):
             lines.append(
-                f"    {binder(step.var, step.sharding)} = slice_from_host {atom(step.host)}"
+                f"{indent}{binder(step.var, step.sharding)} = slice_from_host {atom(step.host)}"
             )
         elif isinstance(step, Collective):
             out = binder(step.output, None)
-            lines.append(f"    {out} = {step.name}{_params(step.params)} {atom(step.input)}")
+            lines.append(f"{indent}{out} = {step.name}{_params(step.params)} {atom(step.input)}")
         elif isinstance(step, PerDevice):
             shown = ", ".join(str(np.asarray(v).item()) if np.ndim(v) == 0 else "…"
                               for v in step.values)  # fmt: skip
-            lines.append(f"    {binder(step.var, None)} = per_device[{shown}]")
+            lines.append(f"{indent}{binder(step.var, None)} = per_device[{shown}]")
         elif isinstance(step, Alias):
             names[step.dst] = names[step.src]
+        elif isinstance(step, Loop | Branch):
+            lines.extend(_control_lines(step, names, binder, atom, indent))
         else:
             current = names[step.src]
             for k, s in enumerate(step.steps):
@@ -83,11 +99,68 @@ def as_text(part: Partitioned) -> str:
                 axes = ", ".join(map(repr, s.axes))
                 op = f" op={s.src.op}" if s.kind in ("all-reduce", "reduce-scatter") else ""
                 kind = s.kind.replace("-", "_").replace(" ", "_")
-                lines.append(f"    {binder(target, s.dst)} = {kind}[axes=({axes}){op}] {current}")
+                lines.append(
+                    f"{indent}{binder(target, s.dst)} = {kind}[axes=({axes}){op}] {current}"
+                )
                 current = names[target]
-    outs = ", ".join(atom(a) for a, _ in part.outputs)
-    lines.append(f"  in ({outs}) }}")
-    return "\n".join(lines)
+    return lines
+
+
+def _control_lines(step, names, binder, atom, indent: str) -> list[str]:
+    """A Loop or Branch: its equation line, then each body's steps nested in braces."""
+    outs = " ".join(binder(v, s) for v, s in zip(step.outputs, step.shardings, strict=True))
+    if isinstance(step, Loop):
+        shown = {"counts": step.counts}
+        if step.kind == "scan":
+            shown.update(length=step.length, reverse=step.reverse)
+        ins = " ".join(atom(a) for a in step.operands)
+        lines = [f"{indent}{outs} = {step.kind}{_params(shown)} {ins}"]
+    else:
+        ins = " ".join(atom(a) for a in (step.index, *step.operands))
+        lines = [f"{indent}{outs} = cond[branches={len(step.branches)}] {ins}"]
+    for name, block in blocks_of(step):
+        shardings = block.in_shardings or (None,) * len(block.invars)
+        args = " ".join(binder(v, s) for v, s in zip(block.invars, shardings, strict=True))
+        lines.append(f"{indent}  {name} {{ {args}. let")
+        for eqn in block.host_equations:
+            host_outs = " ".join(binder(v, None) for v in eqn.outputs)
+            host_ins = " ".join(atom(a) for a in eqn.inputs)
+            lines.append(
+                f"{indent}      {host_outs} = {eqn.primitive.name} {host_ins}   # on the host"
+            )
+        lines.extend(_step_lines(block.steps, names, binder, atom, indent + "      "))
+        lines.append(f"{indent}    in ({', '.join(atom(a) for a in block.outvars)}) }}")
+    return lines
+
+
+def _collective_lines(steps, names, where: str) -> list[tuple[str, int]]:
+    """Each collective of ``steps`` as (line, bytes), those of loop and branch bodies
+    nested (``where``: which body, in words; their bytes are per iteration)."""
+    found = []
+    for step in steps:
+        if isinstance(step, Collective):
+            axes = ", ".join(map(repr, step.params["axes"]))
+            line = (
+                f"  {step.kind} over ({axes}) of {names[step.input]}: {step.name}, "
+                f"{format_bytes(step.nbytes)} moved — {step.reason}{where}"
+            )
+            found.append((line, step.nbytes))
+        elif isinstance(step, Reshard):
+            for s in step.steps:
+                if not s.is_collective:
+                    continue
+                axes = ", ".join(map(repr, s.axes))
+                line = (
+                    f"  {s.kind} over ({axes}) of {names[step.src]}: {s.src} -> {s.dst}, "
+                    f"{format_bytes(s.nbytes)} moved — {step.reason}{where}"
+                )
+                found.append((line, s.nbytes))
+        for name, block in blocks_of(step):
+            what = step.kind if isinstance(step, Loop) else "cond"
+            each = " (each iteration)" if isinstance(step, Loop) else ""
+            inner = f", in the {name} of {what}{each}{where}"
+            found.extend(_collective_lines(block.steps, names, inner))
+    return found
 
 
 def _params(params: dict) -> str:
@@ -115,30 +188,9 @@ def explain(part: Partitioned) -> str:
                     f"  {names[var]}: {var.aval} = {eqn.primitive.name} -> {sharding} — {reason}"
                 )
     lines.append("Collectives:")
-    total = 0
-    found = False
-    for step in part.steps:
-        if isinstance(step, Collective):
-            found = True
-            total += step.nbytes
-            axes = ", ".join(map(repr, step.params["axes"]))
-            lines.append(
-                f"  {step.kind} over ({axes}) of {names[step.input]}: {step.name}, "
-                f"{format_bytes(step.nbytes)} moved — {step.reason}"
-            )
-            continue
-        if not isinstance(step, Reshard):
-            continue
-        for s in step.steps:
-            if not s.is_collective:
-                continue
-            found = True
-            total += s.nbytes
-            axes = ", ".join(map(repr, s.axes))
-            lines.append(
-                f"  {s.kind} over ({axes}) of {names[step.src]}: {s.src} -> {s.dst}, "
-                f"{format_bytes(s.nbytes)} moved — {step.reason}"
-            )
+    found = _collective_lines(part.steps, names, "")
+    lines.extend(line for line, _ in found)
+    total = sum(nbytes for _, nbytes in found)  # a loop body's: once
     if not found:
         lines.append("  none: every operand already lies where its equation runs")
     else:

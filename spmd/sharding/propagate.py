@@ -14,7 +14,7 @@ point.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -45,6 +45,24 @@ class Propagation:
     decisions: dict[int, Decision] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class Deferred:
+    """The sharding rule of a primitive whose layouts follow from its operands' (control
+    flow: its bodies are propagated with them): ``decide(operands, mesh)`` returns the
+    Decision, given each operand's sharding (None: on the host; not all None)."""
+
+    decide: Callable[[list, Mesh], Decision]
+
+
+@dataclass(frozen=True)
+class BodiesDecision(Decision):
+    """A Decision that also builds its equation's step: ``lower(inputs, outputs)`` returns
+    the step (a Loop or a Branch, its bodies partitioned) on the operands laid out as
+    decided."""
+
+    lower: Callable[[list, list], object] | None = None
+
+
 def gathered_factors(eqn: Equation) -> Factors:
     """The rule of a primitive without one: every operand whole on every device."""
     sizes: dict[str, int] = {}
@@ -61,9 +79,10 @@ def gathered_factors(eqn: Equation) -> Factors:
     return Factors(operands, results, sizes, blocked=frozenset(blocked))
 
 
-def factors_of(eqn: Equation) -> Factors | Decision:
-    """The equation's factors, or the Decision of a primitive that fixes its layouts
-    (with_sharding_constraint, shard_map, pmap)."""
+def factors_of(eqn: Equation) -> Factors | Decision | Deferred:
+    """The equation's factors, the Decision of a primitive that fixes its layouts
+    (with_sharding_constraint, shard_map, pmap), or the Deferred rule of one whose layouts
+    follow from its operands' (control flow)."""
     rule = eqn.primitive.rules.sharding
     if rule is None:
         return gathered_factors(eqn)
@@ -109,6 +128,8 @@ def _forward(program, mesh, result: Propagation, refined: dict) -> None:
         want = refined.get(eqn.outputs[0]) if len(eqn.outputs) == 1 else None
         if isinstance(rule, Decision):
             decision = rule
+        elif isinstance(rule, Deferred) and any(s is not None for s in operands):
+            decision = rule.decide(operands, mesh)
         elif all(s is None for s in operands):
             decision = _better_decision(eqn, *want, mesh, operands, None) if want else None
             if decision is None:
@@ -160,7 +181,7 @@ def _decision_for(eqn, want: ValueSharding, why: str, mesh, operands) -> Decisio
     """How ``eqn`` computes its one result laid out as ``want``, each operand sliced from
     what it has or, where it must, moved (None: the factors cannot carry that layout)."""
     factors = factors_of(eqn)
-    if isinstance(factors, Decision):
+    if isinstance(factors, Decision | Deferred):
         return None
     axis_sizes = dict(mesh.shape)
     assignment = {}
@@ -272,4 +293,4 @@ def _better_decision(
 def _lays_out_freely(eqn: Equation) -> bool:
     """Whether ``eqn`` computes one result by a rule that may lay it out any way (not one
     that fixes its layouts, as a constraint or shard_map does)."""
-    return len(eqn.outputs) == 1 and not isinstance(factors_of(eqn), Decision)
+    return len(eqn.outputs) == 1 and not isinstance(factors_of(eqn), Decision | Deferred)

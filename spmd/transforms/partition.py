@@ -24,7 +24,7 @@ from spmd.sharding.device_program import (
 )
 from spmd.sharding.layout import bounds_to_slices
 from spmd.sharding.mesh import Mesh
-from spmd.sharding.propagate import propagate
+from spmd.sharding.propagate import BodiesDecision, propagate
 from spmd.sharding.reshard import plan, value_layout
 from spmd.sharding.rules import ValueSharding
 
@@ -52,6 +52,10 @@ def partition(
                 inputs.append(atom)
             else:
                 inputs.append(builder.get(atom, want, f"{eqn.primitive.name} (operand {k})"))
+        if isinstance(decision, BodiesDecision):  # control flow: control_flow/partitioning.py
+            part.steps.append(decision.lower(inputs, eqn.outputs))
+            builder.have.update(zip(eqn.outputs, decision.results, strict=True))
+            continue
         if eqn.primitive.rules.per_device is not None:
             builder.lower_call(eqn, inputs, decision.results)
             continue

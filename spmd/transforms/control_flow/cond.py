@@ -12,12 +12,12 @@ from spmd.core.trace import aval_of
 from spmd.core.varying import program_varying
 from spmd.prims.derivatives import batch_size, bind
 from spmd.transforms.bodies import at_linear
+from spmd.transforms.control_flow.partitioning import cond_sharding, lower_cond, refuse_collectives
 from spmd.transforms.control_flow.programs import (
     batch_program,
     close,
     differentiable,
     jvp_program,
-    no_collectives,
     run_program,
     to_front,
     trace_program,
@@ -27,7 +27,6 @@ from spmd.transforms.control_flow.programs import (
 def bind_cond(index, operands: list, branches: list[Program]) -> list:
     """A cond equation over ``branches`` (not closed: their constants lead the operands)."""
     closed, consts = close(branches)
-    no_collectives(closed, "cond")
     return cond_p.bind(index, *consts, *operands, branches=tuple(closed))
 
 
@@ -36,6 +35,7 @@ def _shape(index, *avals, branches):
 
 
 def _impl(xp, index, *operands, branches):
+    refuse_collectives(branches, "cond")
     chosen = min(max(int(index), 0), len(branches) - 1)
     return eval_program(branches[chosen], [], operands, xp)
 
@@ -127,6 +127,8 @@ cond_p = Primitive(
         jvp=_jvp,
         transpose=_transpose,
         batch=_batch,
+        sharding=cond_sharding,
+        per_device=lower_cond,
     ),
     multiple_results=True,
 )

@@ -16,12 +16,12 @@ from spmd.core.program import Program
 from spmd.core.varying import program_varying
 from spmd.errors import ShapeError
 from spmd.prims.derivatives import batch_size, batch_to_front, moveaxis
+from spmd.transforms.control_flow.partitioning import lower_scan, refuse_collectives, scan_sharding
 from spmd.transforms.control_flow.programs import (
     batch_program,
     close,
     differentiable,
     jvp_program,
-    no_collectives,
     split,
     to_front,
 )
@@ -30,7 +30,6 @@ from spmd.transforms.control_flow.programs import (
 def bind_scan(body: Program, consts, init, xs, length: int, reverse: bool) -> list:
     """A scan equation over ``body`` (not closed: its constants lead the operands)."""
     (closed,), lead = close([body])
-    no_collectives([closed], "scan")
     return scan_p.bind(
         *lead,
         *consts,
@@ -54,6 +53,7 @@ def _shape(*avals, body, num_consts, num_carry, length, reverse):
 
 
 def _impl(xp, *args, body, num_consts, num_carry, length, reverse):
+    refuse_collectives([body], "scan")
     consts, carry, xs = split(args, num_consts, num_carry)
     stacked: list[list] = [[] for _ in body.outvars[num_carry:]]
     for i in reversed(range(length)) if reverse else range(length):
@@ -175,6 +175,8 @@ scan_p = Primitive(
         jvp=_jvp,
         transpose=_transpose,
         batch=_batch,
+        sharding=scan_sharding,
+        per_device=lower_scan,
     ),
     multiple_results=True,
 )

@@ -11,12 +11,16 @@ from spmd.core.trace import aval_of
 from spmd.core.varying import program_varying
 from spmd.errors import SpmdTypeError
 from spmd.prims.derivatives import batch_size, batch_to_front, bind
+from spmd.transforms.control_flow.partitioning import (
+    lower_while,
+    refuse_collectives,
+    while_sharding,
+)
 from spmd.transforms.control_flow.programs import (
     batch_program,
     close,
     differentiable,
     jvp_program,
-    no_collectives,
     run_program,
     split,
     to_front,
@@ -26,7 +30,6 @@ from spmd.transforms.control_flow.programs import (
 
 def bind_while(cond: Program, body: Program, cond_consts, body_consts, init) -> list:
     """A while equation (``cond`` and ``body`` take their constants first, then the carry)."""
-    no_collectives([cond, body], "while_loop")
     return while_p.bind(
         *cond_consts,
         *body_consts,
@@ -47,6 +50,7 @@ def _shape(*avals, cond_program, body_program, cond_nconsts, body_nconsts):
 
 
 def _impl(xp, *args, cond_program, body_program, cond_nconsts, body_nconsts):
+    refuse_collectives([cond_program, body_program], "while_loop")
     cond_consts, body_consts, carry = _parts(args, cond_nconsts, body_nconsts)
     while bool(eval_program(cond_program, [], [*cond_consts, *carry], xp)[0]):
         carry = eval_program(body_program, [], [*body_consts, *carry], xp)
@@ -199,6 +203,8 @@ while_p = Primitive(
         jvp=_jvp,
         transpose=_transpose,
         batch=_batch,
+        sharding=while_sharding,
+        per_device=lower_while,
     ),
     multiple_results=True,
 )
