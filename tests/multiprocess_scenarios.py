@@ -129,7 +129,40 @@ def helpers() -> None:
         raise AssertionError("barriers of different names passed")
 
 
-SCENARIOS = {f.__name__: f for f in (pmap_acceptance, mismatch, stall, raises, bad_input, helpers)}
+def control_flow() -> None:
+    """A while_loop over data split across the processes, whose trip count depends on the
+    data (every process runs the same count), and a ring of ppermutes in a fori_loop."""
+    n = spmd.device_count()
+    mesh = spmd.make_mesh((n,), ("x",))
+    x = np.arange(1.0, 2.0 * n + 1)
+    grow = spmd.jit(lambda a: spmd.lax.while_loop(lambda c: c.sum() < 1e4, lambda c: c * 3.0, a))
+    out = grow(spmd.device_put(x, NamedSharding(mesh, P("x"))))
+    expected = x.copy()
+    while expected.sum() < 1e4:
+        expected = expected * 3.0
+    for shard in out.addressable_shards:
+        np.testing.assert_allclose(np.asarray(shard.data), expected[shard.index])
+
+    def ring_sum(block):
+        def step(k, carry):
+            total, piece = carry
+            piece = spmd.lax.ppermute(piece, "x", [(j, (j + 1) % n) for j in range(n)])
+            return total + piece, piece
+
+        total, _ = spmd.lax.fori_loop(0, n - 1, step, (block, block))
+        return total
+
+    ring = spmd.jit(spmd.shard_map(ring_sum, mesh=mesh, in_specs=P("x"), out_specs=P("x")))
+    summed = ring(spmd.device_put(x, NamedSharding(mesh, P("x"))))
+    wanted = np.tile(x.reshape(n, 2).sum(axis=0), n)
+    for shard in summed.addressable_shards:
+        np.testing.assert_allclose(np.asarray(shard.data), wanted[shard.index])
+
+
+SCENARIOS = {
+    f.__name__: f
+    for f in (pmap_acceptance, mismatch, stall, raises, bad_input, helpers, control_flow)
+}
 
 if __name__ == "__main__":
     name = sys.argv[1]

@@ -32,7 +32,9 @@ def launch(scenario: str, processes: int = 2, devices: int = 2, timeout: float =
     return done, done.stdout + done.stderr, time.monotonic() - start
 
 
-@pytest.mark.parametrize("scenario", ["pmap_acceptance", "mismatch", "bad_input", "helpers"])
+@pytest.mark.parametrize(
+    "scenario", ["pmap_acceptance", "mismatch", "bad_input", "helpers", "control_flow"]
+)
 def test_scenario_ends_well_on_every_process(scenario):
     done, output, _ = launch(scenario)
     assert done.returncode == 0, output
