@@ -76,6 +76,33 @@ def test_python_and_on_traced_values_fails_under_jit():
     assert "bool" in message or "concrete" in message or "traced" in message, message
 
 
+def test_static_argnames_lets_python_if_branch():
+    def f(x):
+        if x < 3:
+            return 3.0 * x**2
+        else:
+            return -4 * x
+
+    f = jit(f, static_argnames="x")
+
+    print(f(2.0))
+    assert float(f(2.0)) == 3.0 * 2.0**2
+    assert float(f(4.0)) == -4 * 4.0
+
+
+def test_static_argnames_unrolls_a_loop():
+    def f(x, n):
+        y = 0.0
+        for i in range(n):
+            y = y + x[i]
+        return y
+
+    f = jit(f, static_argnames="n")
+
+    out = f(jnp.array([2.0, 3.0, 4.0]), 2)
+    assert float(out) == 2.0 + 3.0
+
+
 def example_fun(length, val):
     return jnp.ones((length,)) * val
 
@@ -87,6 +114,17 @@ def test_value_dependent_shape_works_eagerly():
     # un-jit'd works fine
     print(example_fun(5, 4))
     np.testing.assert_array_equal(example_fun(5, 4), np.full(5, 4.0))
+
+
+def test_static_argnames_recompiles_for_each_length():
+    # static_argnames tells JAX to recompile on changes at these argument positions:
+    good_example_jit = jit(example_fun, static_argnames="length")
+    # first compile
+    print(good_example_jit(10, 4))
+    # recompiles
+    print(good_example_jit(5, 4))
+    np.testing.assert_array_equal(good_example_jit(10, 4), np.full(10, 4.0))
+    np.testing.assert_array_equal(good_example_jit(5, 4), np.full(5, 4.0))
 
 
 def test_print_inside_jit_runs_at_trace_time(capsys):
