@@ -106,7 +106,9 @@ def _one_equation(primitive: Primitive, params: tuple) -> Any:
 def run_eagerly(primitive: Primitive, args: tuple, params: dict) -> Any:
     # Sharded operands, and calls of per-device programs (shard_map, pmap: a derivative binds
     # them outside any trace), run through the partitioner and the executor.
-    if primitive.rules.per_device is not None or any(_on_a_mesh(a) for a in args):
+    if (primitive.rules.per_device is not None and "mesh" in params) or any(
+        _on_a_mesh(a) for a in args
+    ):
         try:
             key = tuple(sorted(params.items()))
             hash(key)
