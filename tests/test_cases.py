@@ -16,6 +16,7 @@ from tests.cases import (
     CASES,
     DTYPES,
     KNOWN_BUGS,
+    LAX_CONTROL_FLOW,
     Case,
     assert_matches,
     make_inputs,
@@ -132,6 +133,7 @@ def test_known_bugs_name_rows_of_the_table():
 def test_every_public_function_has_rows_and_every_row_a_public_function():
     functions = set(snp.__all__) - set(snp.constants.__all__)  # NumPy's own dtypes and constants
     public = functions | {f"nn.{name}" for name in spmd.nn.__all__}
+    public |= {f"lax.{name}" for name in LAX_CONTROL_FLOW}
     assert {case.name for case in CASES} == public
 
 

@@ -1,4 +1,5 @@
-"""The case table: every public spmd.numpy and spmd.nn function, with the inputs it is checked on.
+"""The case table: every public spmd.numpy and spmd.nn function, and spmd.lax's control flow, with
+the inputs it is checked on.
 
 Each row (a :class:`Case`) is plain data: ``fn(m, *arrays)`` runs with ``m = numpy`` (the oracle)
 or ``m = spmd.numpy``, keyword arguments baked in; ``shapes`` gives one shape per array argument;
@@ -11,6 +12,7 @@ or ``m = spmd.numpy``, keyword arguments baked in; ``shapes`` gives one shape pe
 
 from tests.cases.comparison import _comparison, _padding
 from tests.cases.contraction import _contraction
+from tests.cases.control import LAX_CONTROL_FLOW, NUMPY_LAX, _control
 from tests.cases.creation import _creation
 from tests.cases.diagonals import _diagonals
 from tests.cases.elementwise import _elementwise
@@ -51,6 +53,7 @@ _comparison()
 _padding()
 _sorting()
 _diagonals()
+_control()
 
 __all__ = [
     "BOOL",
@@ -62,8 +65,10 @@ __all__ = [
     "FLOATS",
     "INTS",
     "KNOWN_BUGS",
+    "LAX_CONTROL_FLOW",
     "NO_DTYPE",
     "NUMBERS",
+    "NUMPY_LAX",
     "NUMPY_NN",
     "RTOL",
     "SHAPES",

@@ -19,6 +19,7 @@ DTYPES = (np.bool_, *NUMBERS)
 NO_DTYPE = (None,)  # the dtypes of a row without array inputs
 DOMAINS = ("any", "positive", "nonzero", "unit", "special")
 FAMILIES = ("elementwise", "reduction", "shape", "contraction", "indexing", "creation", "nn")
+FAMILIES += ("control",)  # spmd.lax's control flow (tests/cases/control.py)
 SHAPES = ((), (0,), (5,), (2, 3), (2, 0, 3), (3, 4, 2))  # scalar, size 0, 1-D, 2-D, 3-D
 
 
@@ -38,6 +39,9 @@ class Case:
     error: type | None = None  # spmd raises this eagerly and under jit
     numpy_too: bool = True  # with error: NumPy rejects the input too (False: spmd is stricter)
     values: bool = True  # False: compare dtype and shape only (np.empty's values are garbage)
+    # "eager" / "jit": where reverse-mode derivatives raise SpmdTypeError, as JAX's do (a loop
+    # whose trip count is traced: while_loop); forward mode is still checked there
+    reverse_raises: tuple[str, ...] = ()
 
     @property
     def id(self) -> str:
