@@ -11,13 +11,13 @@ about correctness.
 """
 
 # The page's code is kept as written: lambdas bound to names, redefined functions, str.format.
-# ruff: noqa: E731, RUF059
+# ruff: noqa: E731, F811, UP032, RUF005, RUF059
 
 import numpy as np
 
 import spmd.numpy as jnp
-from spmd import grad, jit, random
-from tests.jax_docs.oracles import host, numerical_gradient
+from spmd import grad, jit, random, vmap
+from tests.jax_docs.oracles import host, numerical_gradient, numerical_jacobian
 
 INPUTS = np.array(
     [[0.52, 1.12, 0.77], [0.88, -1.08, 0.15], [0.52, 0.06, -1.30], [0.74, -2.49, 1.39]]
@@ -156,6 +156,96 @@ def test_value_and_grad():
     close(Wb_grad[1], numerical_gradient(lambda c: numpy_loss(W, c), b))
 
 
+def test_checking_against_numerical_differences():
+    key, _, _, loss, W, b = logistic_regression()
+
+    # Set a step size for finite differences calculations
+    eps = 1e-4
+
+    # Check b_grad with scalar finite differences
+    b_grad_numerical = (loss(W, b + eps / 2.0) - loss(W, b - eps / 2.0)) / eps
+    print("b_grad_numerical", b_grad_numerical)
+    print("b_grad_autodiff", grad(loss, 1)(W, b))
+    close(b_grad_numerical, numerical_gradient(lambda c: numpy_loss(W, c), b), 1e-3)
+    close(grad(loss, 1)(W, b), numerical_gradient(lambda c: numpy_loss(W, c), b))
+
+    # Check W_grad with finite differences in a random direction
+    key, subkey = random.split(key)
+    vec = random.normal(subkey, W.shape)
+    unitvec = vec / jnp.sqrt(jnp.vdot(vec, vec))
+    W_grad_numerical = (loss(W + eps / 2.0 * unitvec, b) - loss(W - eps / 2.0 * unitvec, b)) / eps
+    print("W_dirderiv_numerical", W_grad_numerical)
+    print("W_dirderiv_autodiff", jnp.vdot(grad(loss)(W, b), unitvec))
+    direction = host(vec).astype(np.float64) / np.linalg.norm(host(vec))
+    expected = numerical_gradient(lambda w: numpy_loss(w, b), W) @ direction
+    close(W_grad_numerical, expected, 1e-3)
+    close(jnp.vdot(grad(loss)(W, b), unitvec), expected)
+
+
+def test_hessian_vector_product_by_grad_of_grad():
+    def hvp(f, x, v):
+        return grad(lambda x: jnp.vdot(grad(f)(x), v))(x)
+
+    # The page checks hvp later against hessian; here: f = sum(x**3) has Hessian diag(6 x).
+    x = jnp.array([1.0, -2.0, 0.5])
+    v = jnp.array([0.3, 0.7, -1.1])
+    close(hvp(lambda x: jnp.sum(x**3), x, v), 6 * host(x) * host(v), 1e-12)
+
+
+def test_jacfwd_and_jacrev():
+    _, predict, inputs, _, W, b = logistic_regression()
+
+    from spmd import jacfwd, jacrev
+
+    # Isolate the function from the weight matrix to the predictions
+    f = lambda W: predict(W, b, inputs)
+
+    J = jacfwd(f)(W)
+    print("jacfwd result, with shape", J.shape)
+    print(J)
+    assert J.shape == (4, 3)
+    close(J, numpy_jacobian_of_predict(W, b))
+    close(J, numerical_jacobian(lambda w: numpy_predict(w, b), W))
+
+    J = jacrev(f)(W)
+    print("jacrev result, with shape", J.shape)
+    print(J)
+    assert J.shape == (4, 3)
+    close(J, numpy_jacobian_of_predict(W, b))
+
+
+def test_jacrev_of_a_dict():
+    _, predict, inputs, _, W, b = logistic_regression()
+    from spmd import jacrev
+
+    def predict_dict(params, inputs):
+        return predict(params["W"], params["b"], inputs)
+
+    J_dict = jacrev(predict_dict)({"W": W, "b": b}, inputs)
+    for k, v in J_dict.items():
+        print("Jacobian from {} to logits is".format(k))
+        print(v)
+    assert set(J_dict) == {"W", "b"}
+    close(J_dict["W"], numpy_jacobian_of_predict(W, b))
+    close(J_dict["b"], numerical_jacobian(lambda c: numpy_predict(W, c), b))
+
+
+def test_hessian_as_jacfwd_of_jacrev():
+    _, predict, inputs, _, W, b = logistic_regression()
+    from spmd import jacfwd, jacrev
+
+    f = lambda W: predict(W, b, inputs)
+
+    def hessian(f):
+        return jacfwd(jacrev(f))
+
+    H = hessian(f)(W)
+    print("hessian, with shape", H.shape)
+    print(H)
+    assert H.shape == (4, 3, 3)
+    close(H, numpy_hessian_of_predict(W, b))
+
+
 def test_jvp_pushes_a_tangent_forward():
     key, predict, inputs, _, W, b = logistic_regression()
 
@@ -230,6 +320,179 @@ def tanh_squared_problem():
     sech2 = 1 - t**2
     expected = (2 * sech2**2 - 4 * t**2 * sech2) * host(V)
     return f, X, V, expected
+
+
+def test_forward_over_reverse_hvp_matches_the_dense_hessian():
+    from spmd import jacfwd, jacrev
+
+    def hessian(f):
+        return jacfwd(jacrev(f))
+
+    def hvp(f, x, v):
+        return grad(lambda x: jnp.vdot(grad(f)(x), v))(x)
+
+    hvp = forward_over_reverse_hvp()
+    f, X, V, expected = tanh_squared_problem()
+
+    ans1 = hvp(f, (X,), (V,))
+    ans2 = jnp.tensordot(hessian(f)(X), V, 2)
+
+    print(jnp.allclose(ans1, ans2, 1e-4, 1e-4))
+    assert bool(jnp.allclose(ans1, ans2, 1e-4, 1e-4))
+    close(ans1, expected, 1e-4)
+    close(ans2, expected, 1e-4)
+
+
+def test_reverse_over_forward_and_reverse_over_reverse_hvp():
+    from spmd import jacfwd, jacrev, jvp
+
+    def hessian(f):
+        return jacfwd(jacrev(f))
+
+    hvp = forward_over_reverse_hvp()
+    f, X, V, expected = tanh_squared_problem()
+
+    # reverse-over-forward
+    def hvp_revfwd(f, primals, tangents):
+        g = lambda primals: jvp(f, primals, tangents)[1]
+        return grad(g)(primals)
+
+    # reverse-over-reverse, only works for single arguments
+    def hvp_revrev(f, primals, tangents):
+        (x,) = primals
+        (v,) = tangents
+        return grad(lambda x: jnp.vdot(grad(f)(x), v))(x)
+
+    # The page times the four with %timeit; each runs once here.
+    print("Forward over reverse")
+    close(hvp(f, (X,), (V,)), expected, 1e-4)
+    print("Reverse over forward")
+    (revfwd,) = hvp_revfwd(f, (X,), (V,))
+    close(revfwd, expected, 1e-4)
+    print("Reverse over reverse")
+    close(hvp_revrev(f, (X,), (V,)), expected, 1e-4)
+    print("Naive full Hessian materialization")
+    close(jnp.tensordot(hessian(f)(X), V, 2), expected, 1e-4)
+
+
+def test_matrix_jacobian_products_by_loop_and_by_vmap():
+    _, predict, inputs, _, W, b = logistic_regression()
+    from spmd import vjp
+
+    # Isolate the function from the weight matrix to the predictions
+    f = lambda W: predict(W, b, inputs)
+    y = f(W)
+
+    # Pull back the covectors `m_i` along `f`, evaluated at `W`, for all `i`.
+    # First, use a list comprehension to loop over rows in the matrix M.
+    def loop_mjp(f, x, M):
+        y, vjp_fun = vjp(f, x)
+        return jnp.vstack([jnp.asarray(vjp_fun(mi)) for mi in M])
+
+    # Now, use vmap to build a computation that does a single fast matrix-matrix
+    # multiply, rather than an outer loop over vector-matrix multiplies.
+    def vmap_mjp(f, x, M):
+        y, vjp_fun = vjp(f, x)
+        (outs,) = vmap(vjp_fun)(M)
+        return outs
+
+    key = random.key(0)
+    num_covecs = 128
+    U = random.normal(key, (num_covecs,) + y.shape)
+
+    loop_vs = loop_mjp(f, W, M=U)
+    print("Non-vmapped Matrix-Jacobian product")
+    # %timeit -n10 -r3 loop_mjp(f, W, M=U)  (timing only)
+
+    print("\nVmapped Matrix-Jacobian product")
+    vmap_vs = vmap_mjp(f, W, M=U)
+    # %timeit -n10 -r3 vmap_mjp(f, W, M=U)  (timing only)
+
+    assert jnp.allclose(loop_vs, vmap_vs), (
+        "Vmap and non-vmapped Matrix-Jacobian Products should be identical"
+    )
+    close(vmap_vs, host(U) @ numpy_jacobian_of_predict(W, b))
+    assert loop_vs.shape == (num_covecs, 3)
+
+
+def test_jacobian_matrix_products_by_loop_and_by_vmap():
+    key, predict, inputs, _, W, b = logistic_regression()
+    key = random.key(0)
+    from spmd import jvp
+
+    f = lambda W: predict(W, b, inputs)
+
+    def loop_jmp(f, W, M):
+        # jvp immediately returns the primal and tangent values as a tuple,
+        # so we'll compute and select the tangents in a list comprehension
+        return jnp.vstack([jvp(f, (W,), (mi,))[1] for mi in M])
+
+    def vmap_jmp(f, W, M):
+        _jvp = lambda s: jvp(f, (W,), (s,))[1]
+        return vmap(_jvp)(M)
+
+    num_vecs = 128
+    S = random.normal(key, (num_vecs,) + W.shape)
+
+    loop_vs = loop_jmp(f, W, M=S)
+    print("Non-vmapped Jacobian-Matrix product")
+    # %timeit -n10 -r3 loop_jmp(f, W, M=S)  (timing only)
+    vmap_vs = vmap_jmp(f, W, M=S)
+    print("\nVmapped Jacobian-Matrix product")
+    # %timeit -n10 -r3 vmap_jmp(f, W, M=S)  (timing only)
+
+    assert jnp.allclose(loop_vs, vmap_vs), (
+        "Vmap and non-vmapped Jacobian-Matrix products should be identical"
+    )
+    close(vmap_vs, host(S) @ numpy_jacobian_of_predict(W, b).T)
+    assert loop_vs.shape == (num_vecs, 4)
+
+
+def test_our_jacrev_matches_the_builtin():
+    _, predict, inputs, _, W, b = logistic_regression()
+    from spmd import vjp
+
+    f = lambda W: predict(W, b, inputs)
+
+    from spmd import jacrev as builtin_jacrev
+
+    def our_jacrev(f):
+        def jacfun(x):
+            y, vjp_fun = vjp(f, x)
+            # Use vmap to do a matrix-Jacobian product.
+            # Here, the matrix is the Euclidean basis, so we get all
+            # entries in the Jacobian at once.
+            (J,) = vmap(vjp_fun, in_axes=0)(jnp.eye(len(y)))
+            return J
+
+        return jacfun
+
+    assert jnp.allclose(builtin_jacrev(f)(W), our_jacrev(f)(W)), (
+        "Incorrect reverse-mode Jacobian results!"
+    )
+    close(our_jacrev(f)(W), numpy_jacobian_of_predict(W, b))
+
+
+def test_our_jacfwd_matches_the_builtin():
+    _, predict, inputs, _, W, b = logistic_regression()
+    from spmd import jvp
+
+    f = lambda W: predict(W, b, inputs)
+
+    from spmd import jacfwd as builtin_jacfwd
+
+    def our_jacfwd(f):
+        def jacfun(x):
+            _jvp = lambda s: jvp(f, (x,), (s,))[1]
+            Jt = vmap(_jvp, in_axes=1)(jnp.eye(len(x)))
+            return jnp.transpose(Jt)
+
+        return jacfun
+
+    assert jnp.allclose(builtin_jacfwd(f)(W), our_jacfwd(f)(W)), (
+        "Incorrect forward-mode Jacobian results!"
+    )
+    close(our_jacfwd(f)(W), numpy_jacobian_of_predict(W, b))
 
 
 def test_jit_of_the_linear_part_of_a_python_dynamic_function():
@@ -386,3 +649,22 @@ def test_grad_of_a_complex_to_real_function():
     z = 3.0 + 4j
     out = grad(f)(z)
     close(out, real_part_gradient(lambda z: abs(z) ** 2, z))
+
+
+def test_grad_holomorphic_of_sin():
+    def f(z):
+        return jnp.sin(z)
+
+    z = 3.0 + 4j
+    out = grad(f, holomorphic=True)(z)
+    close(out, np.cos(z), 1e-10)
+    close(out, real_part_gradient(np.sin, z), 1e-6)
+
+
+def test_grad_holomorphic_of_a_non_holomorphic_function():
+    def f(z):
+        return jnp.conjugate(z)
+
+    z = 3.0 + 4j
+    out = grad(f, holomorphic=True)(z)  # f is not actually holomorphic!
+    close(out, real_part_gradient(np.conjugate, z), 1e-6)
