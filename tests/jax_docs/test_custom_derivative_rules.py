@@ -386,6 +386,53 @@ def test_defjvps_with_none_for_a_zero_jvp():
     close(grad(f, 1)(2.0, 3.0), 0.0)
 
 
+def custom_jvp_that_prints():
+    from spmd import custom_jvp
+
+    @custom_jvp
+    def f(x):
+        print("called f!")  # a harmless side-effect
+        return jnp.sin(x)
+
+    @f.defjvp
+    def f_jvp(primals, tangents):
+        print("called f_jvp!")  # a harmless side-effect
+        (x,) = primals
+        (t,) = tangents
+        return f(x), jnp.cos(x) * t
+
+    return f
+
+
+def test_custom_jvp_function_without_differentiation_calls_only_f(capsys):
+    f = custom_jvp_that_prints()
+
+    from spmd import jit, vmap
+
+    print(f(3.0))
+    lines = printed(capsys)
+    assert lines[0] == "called f!" and len(lines) == 2
+    close(float(lines[1]), np.sin(3.0), 1e-6)
+
+    print(vmap(f)(jnp.arange(3.0)))
+    print(jit(f)(3.0))
+    lines = printed(capsys)
+    assert "called f_jvp!" not in lines
+    assert lines.count("called f!") == 2, lines
+    close(vmap(f)(jnp.arange(3.0)), np.sin(np.arange(3.0)))
+    close(jit(f)(3.0), np.sin(3.0))
+
+
+def test_custom_jvp_rule_under_grad_of_grad(capsys):
+    f = custom_jvp_that_prints()
+    from spmd import grad
+
+    out = grad(grad(f))(3.0)
+    lines = printed(capsys)
+    assert "called f_jvp!" in lines and "called f!" in lines, lines
+    close(out, -np.sin(3.0))
+
+
 # Use jax.custom_vjp to define custom reverse-mode-only rules
 def test_custom_vjp_basic_usage():
     import spmd.numpy as jnp
@@ -452,6 +499,15 @@ def custom_vjp_that_prints():
 
     f.defvjp(f_fwd, f_bwd)
     return f
+
+
+def test_custom_vjp_function_without_differentiation_calls_only_f(capsys):
+    f = custom_vjp_that_prints()
+
+    print(f(3.0))
+    lines = printed(capsys)
+    assert lines[0] == "called f!" and len(lines) == 2, lines
+    close(float(lines[1]), np.sin(3.0), 1e-6)
 
 
 def test_forward_mode_on_a_custom_vjp_function_is_an_error(capsys):
