@@ -1,5 +1,6 @@
-"""pmap as a front end: a pmap with no nested pmap is one shard_map equation over a mesh of
-its axis name, its specs splitting each mapped operand and result along its in/out axis."""
+"""pmap as a front end: a pmap is one shard_map equation over a mesh of its axis name (and
+its nested pmaps'), its specs splitting each mapped operand and result along its in/out
+axis; a nested pmap runs inline in that body."""
 
 import numpy as np
 
@@ -26,9 +27,17 @@ def test_a_pmap_is_one_shard_map_equation_with_specs_from_its_axes():
     assert scaled.sharding.spec == P(None, "i")
 
 
-def test_nested_pmaps_keep_their_grid_equation():
-    f = spmd.pmap(spmd.pmap(lambda v: v + 1, "cols"), "rows")
-    x = np.zeros((2, 2, 3))
-    names = [e.primitive.name for e in _program(f, x).equations]
-    assert names == ["pmap"]
-    np.testing.assert_array_equal(np.asarray(f(x)), x + 1)
+def test_nested_pmaps_are_one_shard_map_equation_over_their_grid():
+    f = spmd.pmap(spmd.pmap(lambda v: v + 1, "cols", in_axes=1, out_axes=1), "rows")
+    x = np.arange(2.0 * 3 * 4).reshape(2, 3, 4)
+    (eqn,) = _program(f, x).equations
+    assert eqn.primitive.name == "shard_map"
+    assert eqn.params["mesh"].shape == {"rows": 2, "cols": 4}
+    assert eqn.params["in_dims"] == ((("rows",), (), ()),)
+    assert eqn.params["out_dims"] == ((("rows",), (), ()),)
+    (body,) = eqn.params["bodies"]
+    names = [e.primitive.name for e in body.equations]
+    assert names == ["reshape", "axis_slice", "add", "all_gather", "reshape"]
+    y = f(x)
+    np.testing.assert_array_equal(np.asarray(y), x + 1)
+    assert y.sharding.spec == P("rows", None, "cols")  # left split as the inner pmap leaves it

@@ -316,16 +316,52 @@ pvary_p = Primitive(
 )
 
 
-def _axis_slice_shape(x: ShapedArray, *, axis: int, index: int = 0) -> ShapedArray:
+def _axis_slice_shape(x: ShapedArray, *, axis: int, axes=(), index=None) -> ShapedArray:
     return dataclasses.replace(x, shape=x.shape[:axis] + x.shape[axis + 1 :])
 
 
-# The device's own index along dimension ``axis`` (the lowering of a pmap over a value every
-# device holds whole gives each device its ``index``).
+def _axis_slice_impl(xp, x, *, axis: int, axes=(), index=None):
+    if index is None:
+        raise RuntimeError(
+            "internal error: axis_slice ran without its device's index (only the partitioner's "
+            "lowering gives it one); please report this."
+        )
+    return x[(slice(None),) * axis + (index, ...)]
+
+
+def _axis_slice_transpose(ct, x, *, axis: int, axes, index=None):
+    """Each device's slice put back in place and summed over the devices: the gathered
+    cotangent (whole). Where the operand itself varies over ``axes``, each device keeps only
+    its own slice's place."""
+    size = group_size(axes)
+    gathered = all_gather_p.bind(ct, axes=axes, size=size, axis=axis, tiled=False)
+    if not set(axes) & x.aval.vma:
+        return [gathered]
+    ones = (1,) * axis + (size,) + (1,) * (aval_of(ct).ndim - axis)
+    own = axis_index_p.bind(axes=axes, size=size)
+    iota = bind("reshape", bind("iota", size=size, start=0, step=1, dtype=np.dtype(np.int32)),
+                new_sizes=ones)  # fmt: skip
+    hot = convert(bind("equal", iota, own), aval_of(ct).dtype)
+    return [bind("multiply", gathered, hot)]
+
+
+def _axis_slice_batch(args, dims, *, axis: int, **params):
+    x = batch_to_front(args[0], dims[0], batch_size(args, dims))
+    return axis_slice_p.bind(x, axis=axis + 1, **params), 0
+
+
+# Each device's own index along dimension ``axis``: its linear index over the mesh ``axes``
+# (a nested pmap's mapped operand, spmd/transforms/pmap.py). The lowering gives each device
+# its ``index`` (spmd/transforms/per_device_lowering.py), or reads it with no data moved
+# where the value is already split so.
 axis_slice_p = Primitive(
     "axis_slice",
     Rules(
         shape=_axis_slice_shape,
-        impl=lambda xp, x, *, axis, index=0: x[(slice(None),) * axis + (index, ...)],
+        impl=_axis_slice_impl,
+        varying=_adds_axes,
+        jvp=linear_jvp("axis_slice"),
+        transpose=_axis_slice_transpose,
+        batch=_axis_slice_batch,
     ),
 )

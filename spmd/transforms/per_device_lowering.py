@@ -5,11 +5,13 @@ become steps one for one: Compute for local work (with each device's own paramet
 uneven blocks gave devices different bodies), Collective for collectives, PerDevice for
 values that differ by device (``axis_index``, constants of uneven bodies).
 
-Nested pmap runs on a mesh whose axes are the nested axis names. At each level a value is
-held whole by every device of the deeper axes, or *split*: for each ``(dimension, axis)``
-of its splits a device holds only the index its coordinate along ``axis`` names, that
-dimension kept with size 1. A mapped pmap result is split along its out axis; a consumer
-that needs the whole value gathers it; a pmap whose in axis is that split reads it as is.
+A nested pmap's body runs inside its enclosing one's, reading its operands with
+``axis_slice`` and stacking its results with ``all_gather`` over its axis. A value is held
+whole by every device, or *split* (spmd/transforms/body_splits.py): for each ``(dimension,
+axis)`` of its splits a device holds only the index its coordinate along ``axis`` names,
+that dimension kept with size 1. Such a gather only marks its result split, a slice of a
+value split so only drops the dimension, and a consumer that needs the whole value gathers
+it, so chained nested pmaps move no data.
 """
 
 from __future__ import annotations
@@ -27,8 +29,7 @@ from spmd.prims.shape import reshape_p
 from spmd.sharding.device_program import Collective, Compute, PerDevice
 from spmd.sharding.mesh import Mesh
 from spmd.sharding.rules import ValueSharding
-
-Splits = tuple[tuple[int, str], ...]
+from spmd.transforms.body_splits import Splits, held_shape, lazy_splits
 
 
 @dataclass(frozen=True)
@@ -42,13 +43,6 @@ class Held:
 def whole(aval) -> ValueSharding:
     """The sharding a per-device value has in printed steps: its own block, whole."""
     return ValueSharding(((),) * aval.ndim)
-
-
-def splits_to_dims(splits: Splits, ndim: int) -> tuple[tuple[str, ...], ...]:
-    dims = [()] * ndim
-    for dim, axis in splits:
-        dims[dim] = (axis,)
-    return tuple(dims)
 
 
 class Lowering:
@@ -89,6 +83,14 @@ class Lowering:
         if primitive is axis_index_p:
             values = [np.int32(self.index_along(eqn.params["axes"], p)) for p in range(self.count)]
             return [Held(self.per_device(eqn.outputs[0].aval, values))]
+        if len(per_body) == 1 and len(eqn.inputs) == 1:
+            lazy = self._lazy(eqn, self._input(eqn.inputs[0], env))
+            if lazy is not None:
+                return [lazy]
+        if primitive is axis_slice_p:
+            held = self._input(eqn.inputs[0], env)
+            atom = self.whole_value(held) if isinstance(held.atom, Var) else self._var(held.atom)
+            return [Held(self.own_slice(atom, eqn.params["axis"], eqn.params["axes"]))]
         inputs = []
         for k, atom in enumerate(eqn.inputs):
             if isinstance(atom, Literal):
@@ -118,6 +120,21 @@ class Lowering:
             )
         return [Held(v) for v in outputs]
 
+    def _lazy(self, eqn: Equation, held: Held) -> Held | None:
+        """The result of a gather, slice or unit reshape kept split, with no data moved
+        (body_splits.py's rules); None where the equation needs the whole value."""
+        splits = lazy_splits(eqn, held.splits)
+        if splits is None:
+            return None
+        shape = held_shape(eqn.outputs[0].aval.shape, splits)
+        return Held(self.reshape(self._var(held.atom), shape), splits)
+
+    def _var(self, atom) -> Var:
+        """``atom`` as a value on the devices (a literal: the same on every device)."""
+        if isinstance(atom, Var):
+            return atom
+        return self.per_device(atom.aval, [np.asarray(atom.value, atom.aval.dtype)] * self.count)
+
     def _input(self, atom, env) -> Held:
         return Held(atom) if isinstance(atom, Literal) else env[atom]
 
@@ -142,7 +159,7 @@ class Lowering:
             index = index * sizes[a] + coord[a]
         return index
 
-    # --- splits (nested pmap) -----------------------------------------------------------
+    # --- splits (nested pmap, spmd/transforms/body_splits.py) ---------------------------
 
     def whole_value(self, held: Held):
         """The value whole on every device: its splits gathered (once per value)."""
@@ -175,13 +192,14 @@ class Lowering:
         )
         return out
 
-    def own_slice(self, atom: Var, dim: int, axis: str) -> Var:
-        """Each device's index along ``dim`` of a value it holds whole: its coordinate on
-        ``axis``."""
+    def own_slice(self, atom: Var, dim: int, axes: tuple[str, ...]) -> Var:
+        """Each device's index along ``dim`` of a value it holds whole: its linear index
+        over ``axes``."""
         out = Var(axis_slice_p.rules.shape(atom.aval, axis=dim))
-        eqn = Equation(axis_slice_p, [atom], [out], {"axis": dim})
+        eqn = Equation(axis_slice_p, [atom], [out], {"axis": dim, "axes": axes})
         params = tuple(
-            {"axis": dim, "index": self.index_along((axis,), p)} for p in range(self.count)
+            {"axis": dim, "axes": axes, "index": self.index_along(axes, p)}
+            for p in range(self.count)
         )
         self.steps.append(Compute(eqn, (atom,), (out,), (whole(out.aval),), params))
         return out

@@ -1,15 +1,18 @@
 """pmap: map a function over a leading axis across devices; nested pmaps map over a grid.
 
-The function is traced on one slice (the mapped axis removed) with its axis name bound.
-A pmap called while tracing another pmap's function records a nested ``pmap`` equation;
-the outermost one collects the nested axis names and sizes and runs everything on a mesh
-whose axes are those names, one device per index. Like shard_map, a pmap is one equation
-with fixed layouts, lowered by the partitioner (spmd/transforms/per_device_lowering.py):
-results stay split over the mapped devices, so chained pmaps move no data.
+The function is traced on one slice (the mapped axis removed) with its axis name bound,
+and the call becomes one ``shard_map`` equation over a mesh whose axes are the pmap's and
+its nested pmaps' names, one device per index. A pmap called while tracing another pmap's
+function binds no equation: its function runs inline in the enclosing body, on this
+device's index of each mapped operand (``axis_slice`` over its axis), and each mapped
+result is stacked back over that axis (``all_gather``). The lowering keeps such values
+split over the inner axes (spmd/transforms/body_splits.py), so results stay split over
+all the mapped devices and chained pmaps move no data.
 """
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import itertools
 from collections.abc import Callable, Sequence
@@ -23,16 +26,18 @@ from spmd.core.axis_env import binding, bound_axes, pmap_levels
 from spmd.core.program import Program
 from spmd.core.trace import EVAL_TRACE, ProgramTrace, aval_of, current_trace, tracing
 from spmd.errors import ShapeError, ShardingError, SpmdTypeError
+from spmd.prims.collective import all_gather_p, axis_slice_p
 from spmd.sharding.device import devices as all_devices
 from spmd.sharding.device import process_count
 from spmd.sharding.mesh import Mesh
-from spmd.transforms.pmap_grid import pmap_p
 from spmd.transforms.pmap_multihost import call_across_processes
 from spmd.transforms.shard_map import shard_map_p
 from spmd.transforms.shard_map_bodies import mapped_body
 from spmd.tree_util import tree_broadcast_prefix, tree_flatten, tree_unflatten
 
 _fresh_names = itertools.count()
+# The (axis name, size) of every pmap nested in the outermost one being traced.
+_nested: contextvars.ContextVar[list[tuple[str, int]]] = contextvars.ContextVar("spmd_pmap_nested")
 
 
 class Pmapped:
@@ -81,9 +86,7 @@ class Pmapped:
     def _grid(self, args: tuple) -> tuple[tuple[str, ...], tuple[int, ...]]:
         """The axis names and sizes of the device grid a call on ``args`` maps over."""
         program = self._compiled().trace(*args)[0].program
-        mesh = next(
-            e.params["mesh"] for e in program.equations if e.primitive in (pmap_p, shard_map_p)
-        )
+        mesh = next(e.params["mesh"] for e in program.equations if e.primitive is shard_map_p)
         return mesh.axis_names, mesh.devices.shape
 
     def _pinned(self, devices: list) -> Pmapped:
@@ -118,9 +121,12 @@ class Pmapped:
         in_axes = self._in_axes(dynamic, leaves)
         avals = [aval_of(leaf) for leaf in leaves]
         size = self._size(avals, in_axes)
-        body, out_tree, consts = self._trace(static, in_tree, avals, in_axes, size)
-        out_axes = self._out_axes(out_tree, body)
-        self._check_unmapped(body, out_axes)
+        if nested:
+            return self._inline(static, in_tree, leaves, in_axes, size)
+        body, out_tree, consts, grid = self._trace(static, in_tree, avals, in_axes, size)
+        result_avals = [v.aval for v in body.outvars]
+        out_axes = self._out_axes(out_tree, result_avals)
+        self._check_unmapped(result_avals, out_axes)
         out_avals = []
         for v, out_axis in zip(body.outvars, out_axes, strict=True):
             shape = v.aval.shape
@@ -130,19 +136,41 @@ class Pmapped:
         params = dict(
             body=body,
             axis_name=self.axis_name,
-            axis_size=size,
             in_axes=(None,) * len(consts) + tuple(in_axes),
             out_axes=tuple(out_axes),
             out_avals=tuple(out_avals),
             name=self.name,
         )
-        if nested:
-            outs = pmap_p.bind(*consts, *leaves, **params)
-        elif not _nested_axes(body):
-            outs = _bind_shard_map(params, self._mesh(size, body), [*consts, *leaves])
-        else:
-            outs = pmap_p.bind(*consts, *leaves, **params, mesh=self._mesh(size, body))
+        outs = _bind_shard_map(params, self._mesh(size, grid), [*consts, *leaves])
         return tree_unflatten(out_tree, outs)
+
+    def _inline(self, static, in_tree, leaves, in_axes, size) -> Any:
+        """A nested pmap, run in the enclosing pmap's body: the function on this device's
+        index of each mapped operand, each mapped result stacked over the pmap's axis."""
+        name = self.axis_name
+        _nested.get().append((name, size))
+        token = pmap_levels.set((*pmap_levels.get(), name))
+        try:
+            with binding({name: size}):
+                sliced = [
+                    x if a is None else axis_slice_p.bind(x, axis=a, axes=(name,))
+                    for x, a in zip(leaves, in_axes, strict=True)
+                ]
+                dynamic = list(tree_unflatten(in_tree, sliced))
+                for i in sorted(static):
+                    dynamic.insert(i, static[i])
+                out = self.fun(*dynamic)
+                out_leaves, out_tree = tree_flatten(out)
+                out_axes = self._out_axes(out_tree, [aval_of(y) for y in out_leaves])
+                self._check_unmapped([aval_of(y) for y in out_leaves], out_axes)
+                stacked = [
+                    y if o is None else all_gather_p.bind(y, axes=(name,), size=size, axis=o,
+                                                          tiled=False)
+                    for y, o in zip(out_leaves, out_axes, strict=True)
+                ]  # fmt: skip
+        finally:
+            pmap_levels.reset(token)
+        return tree_unflatten(out_tree, stacked)
 
     def _in_axes(self, dynamic: tuple, leaves: list) -> list[int | None]:
         prefix = tuple(self.in_axes) if isinstance(self.in_axes, list) else self.in_axes
@@ -190,6 +218,8 @@ class Pmapped:
         return next(iter(sizes.values()))
 
     def _trace(self, static, in_tree, avals, in_axes, size):
+        """The function's body on one index, its result tree and constants, and the
+        (name, size) of each pmap nested in it."""
         trace = ProgramTrace()
         tracers = []
         for aval, axis in zip(avals, in_axes, strict=True):
@@ -198,7 +228,9 @@ class Pmapped:
             tracers.append(
                 trace.new_arg(ShapedArray(shape, aval.dtype, aval.weak_type, vma=varies))
             )
+        grid: list[tuple[str, int]] = []
         token = pmap_levels.set((*pmap_levels.get(), self.axis_name))
+        grid_token = _nested.set(grid)
         try:
             with tracing(trace), binding({self.axis_name: size}):
                 dynamic = list(tree_unflatten(in_tree, tracers))
@@ -206,37 +238,38 @@ class Pmapped:
                     dynamic.insert(i, static[i])
                 out = self.fun(*dynamic)
         finally:
+            _nested.reset(grid_token)
             pmap_levels.reset(token)
         out_leaves, out_tree = tree_flatten(out)
         program = trace.finish([t.node for t in tracers], out_leaves)
         closed = Program(
             [], [*program.constvars, *program.invars], program.equations, program.outvars
         )
-        return closed, out_tree, program.consts
+        return closed, out_tree, program.consts, grid
 
-    def _out_axes(self, out_tree, body: Program) -> list[int | None]:
-        placeholders = tree_unflatten(out_tree, [0] * len(body.outvars))
+    def _out_axes(self, out_tree, avals: list) -> list[int | None]:
+        placeholders = tree_unflatten(out_tree, [0] * len(avals))
         axes = self._axes(self.out_axes, placeholders, "out_axes", "results")
         return [
             self._normalized(
-                axis, v.aval.ndim + 1, f"result {k} ({v.aval}) with the mapped axis", "out_axes"
+                axis, aval.ndim + 1, f"result {k} ({aval}) with the mapped axis", "out_axes"
             )
-            for k, (axis, v) in enumerate(zip(axes, body.outvars, strict=True))
+            for k, (axis, aval) in enumerate(zip(axes, avals, strict=True))
         ]
 
-    def _check_unmapped(self, body, out_axes) -> None:
-        for k, (out, out_axis) in enumerate(zip(body.outvars, out_axes, strict=True)):
-            if out_axis is None and self.axis_name in out.aval.vma:
+    def _check_unmapped(self, avals: list, out_axes) -> None:
+        for k, (aval, out_axis) in enumerate(zip(avals, out_axes, strict=True)):
+            if out_axis is None and self.axis_name in aval.vma:
                 raise ShardingError(
                     f"{self._where()}: out_axes is None for result {k}, so it must be the same "
                     f"on every device, but it varies over {self.axis_name!r}. Map it "
                     f"(out_axes=0) or combine it with spmd.lax.psum(x, {self.axis_name!r})."
                 )
 
-    def _mesh(self, size: int, body: Program) -> Mesh:
+    def _mesh(self, size: int, grid: list[tuple[str, int]]) -> Mesh:
         names = [self.axis_name]
         sizes = [size]
-        for name, n in _nested_axes(body):
+        for name, n in grid:
             if name in names:
                 if sizes[names.index(name)] != n:
                     raise ShapeError(
@@ -261,8 +294,10 @@ class Pmapped:
 
 
 def _bind_shard_map(params: dict, mesh: Mesh, operands: list) -> list:
-    """A pmap with no nested pmap, as the shard_map over its one-axis ``mesh`` whose specs
-    split each mapped operand and result along its in or out axis (broadcast ones whole)."""
+    """A pmap as the shard_map over ``mesh`` (its axis first, then its nested pmaps') whose
+    specs split each mapped operand and result along its in or out axis over the pmap's axis
+    (broadcast ones whole); its results may stay split over the nested axes as the body
+    leaves them (``split_results``, spmd/transforms/body_splits.py)."""
     axis = params["axis_name"]
 
     def dims(ndim: int, at: int | None) -> tuple[tuple[str, ...], ...]:
@@ -283,16 +318,8 @@ def _bind_shard_map(params: dict, mesh: Mesh, operands: list) -> list:
         out_avals=params["out_avals"],
         unchecked=(),
         name=params["name"],
+        split_results=True,
     )
-
-
-def _nested_axes(body: Program) -> list[tuple[str, int]]:
-    found = []
-    for eqn in body.equations:
-        if eqn.primitive is pmap_p:
-            found.append((eqn.params["axis_name"], eqn.params["axis_size"]))
-            found.extend(_nested_axes(eqn.params["body"]))
-    return found
 
 
 def pmap(

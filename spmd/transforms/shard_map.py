@@ -30,6 +30,7 @@ from spmd.sharding.reshard import value_layout
 from spmd.sharding.rules import Decision, ValueSharding
 from spmd.sharding.spec import PartitionSpec
 from spmd.transforms.blocks_trace import BlocksTracer, run_on_blocks
+from spmd.transforms.body_splits import call_splits, with_splits
 from spmd.transforms.per_device_lowering import Held
 from spmd.transforms.shard_map_bodies import check_collectives, close_bodies, split_axes
 from spmd.transforms.shard_map_rules import shard_map_batch, shard_map_jvp, shard_map_transpose
@@ -39,15 +40,31 @@ from spmd.tree_util import tree_broadcast_prefix, tree_flatten, tree_unflatten
 Dims = tuple[tuple[str, ...], ...]
 
 
-def _fixed(ins, outs, *, mesh, in_dims, out_dims, name, **params) -> Decision:
-    operands = tuple(ValueSharding(d) for d in in_dims)
-    results = tuple(ValueSharding(d) for d in out_dims)
-    return Decision(operands, results, f"shard_map({name}) lays it out by out_specs")
+def _fixed(ins, outs, **params) -> Decision:
+    in_splits, out_splits = call_splits(params)
+    operands = tuple(
+        ValueSharding(with_splits(d, s)) for d, s in zip(params["in_dims"], in_splits, strict=True)
+    )
+    results = tuple(
+        ValueSharding(with_splits(d, s))
+        for d, s in zip(params["out_dims"], out_splits, strict=True)
+    )
+    return Decision(operands, results, f"shard_map({params['name']}) lays it out by out_specs")
 
 
 def _lower(lowering, eqn, inputs: list[Held]) -> list[Held]:
     params = eqn.params
+    in_splits, out_splits = call_splits(params)
+    inputs = [Held(h.atom, s) for h, s in zip(inputs, in_splits, strict=True)]
     results = lowering.run(list(params["bodies"]), params["body_of"], inputs)
+    for k, wanted in enumerate(out_splits):
+        if results[k].splits != wanted:
+            if wanted:
+                raise RuntimeError(
+                    f"internal error: shard_map({params['name']}) result {k} is held split "
+                    f"{results[k].splits}, not {wanted}; please report this."
+                )
+            results[k] = Held(lowering.whole_value(results[k]))
     for k, axes in params["unchecked"]:
         atom = lowering.whole_value(results[k])
         if isinstance(atom, Var):
