@@ -1,5 +1,5 @@
 """Independent oracles for the JAX documentation ports: float64 central finite differences
-and conversions to NumPy, so no expected value is copied from JAX's printouts."""
+and conversion to NumPy, so no expected value is copied from JAX's printouts."""
 
 from __future__ import annotations
 
@@ -9,12 +9,6 @@ import numpy as np
 def host(x) -> np.ndarray:
     """``x`` (an spmd array, a Python number or a NumPy array) as a NumPy array."""
     return np.asarray(x)
-
-
-def central_difference(f, x: float, *, eps: float = 1e-6) -> float:
-    """``(f(x + eps) - f(x - eps)) / (2 eps)`` for a scalar function ``f`` of a float64
-    scalar: the derivative to ``O(eps**2)``."""
-    return (f(np.float64(x) + eps) - f(np.float64(x) - eps)) / (2 * eps)
 
 
 def numerical_gradient(f, x, *, eps: float = 1e-6) -> np.ndarray:
