@@ -13,7 +13,7 @@ dtype.
 """
 
 # The page's code is kept as written: redefined functions, lambdas, str.format, unused names.
-# ruff: noqa: UP032
+# ruff: noqa: UP032, RUF059
 
 import numpy as np
 import pytest
@@ -279,6 +279,15 @@ def test_gradient_clipping():
     close(vmap(grad(clip_sin))(t), np.clip(np.cos(np.linspace(0, 10, 1000)), -0.75, 0.75))
 
 
+def test_differentiating_jnp_sqrt_for_comparison():
+    from spmd import grad
+
+    print(grad(jnp.sqrt)(2.0))
+    print(grad(grad(jnp.sqrt))(2.0))
+    close(grad(jnp.sqrt)(2.0), 1 / (2 * np.sqrt(2.0)))
+    close(grad(grad(jnp.sqrt))(2.0), -1 / (4 * 2.0**1.5))
+
+
 # Basic usage of jax.custom_jvp
 def test_custom_jvp_basic_usage():
     import spmd.numpy as jnp
@@ -508,6 +517,20 @@ def test_custom_vjp_function_without_differentiation_calls_only_f(capsys):
     lines = printed(capsys)
     assert lines[0] == "called f!" and len(lines) == 2, lines
     close(float(lines[1]), np.sin(3.0), 1e-6)
+
+
+def test_custom_vjp_pullback_runs_only_bwd(capsys):
+    f = custom_vjp_that_prints()
+    from spmd import vjp
+
+    y, f_vjp = vjp(f, 3.0)
+    printed(capsys)
+
+    print(f_vjp(1.0))
+    lines = printed(capsys)
+    assert lines[0] == "called f_bwd!", lines
+    (ct,) = f_vjp(1.0)
+    close(ct, np.cos(3.0))
 
 
 def test_forward_mode_on_a_custom_vjp_function_is_an_error(capsys):
