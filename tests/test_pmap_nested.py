@@ -449,3 +449,84 @@ def test_chained_three_levels_of_pmap_move_only_what_their_body_writes():
     z, counts = counted(elementwise, elementwise(x[:, :2]))
     np.testing.assert_array_equal(np.asarray(z), x[:, :2] - 2)
     assert counts.total == 0
+
+
+# --- transformations of nested pmaps (shard_map's rules, on the inlined body) ---------------
+
+
+def test_grad_of_nested_pmap_sums_a_broadcast_argument_over_the_inner_devices():
+    rng = np.random.default_rng(21)
+    x = rng.normal(size=(2, 4, 3))
+    w = rng.normal(size=(2, 3))  # mapped over rows, broadcast to every column
+
+    def f(x, w):
+        inner = spmd.pmap(lambda v, u: spmd.numpy.sin(v) * u, "cols", in_axes=(0, None))
+        return spmd.pmap(inner, "rows")(x, w).sum()
+
+    gx, gw = spmd.grad(f, argnums=(0, 1))(x, w)
+    np.testing.assert_allclose(np.asarray(gx), np.cos(x) * w[:, None, :], rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(gw), np.sin(x).sum(axis=1), rtol=1e-12)
+
+
+def test_grad_of_nested_pmap_with_inner_in_axes_1_and_an_inner_psum():
+    rng = np.random.default_rng(22)
+    x = rng.normal(size=(2, 3, 4))  # rows on 0, cols on 2
+
+    def f(x):
+        inner = spmd.pmap(lambda v: lax.psum(v * v, "cols") * v, "cols", in_axes=1, out_axes=1)
+        return (spmd.pmap(inner, "rows")(x) * np.arange(24.0).reshape(2, 3, 4)).sum()
+
+    def numpy_f(x):
+        total = (x * x).sum(axis=2, keepdims=True)
+        return (total * x * np.arange(24.0).reshape(2, 3, 4)).sum()
+
+    t = rng.normal(size=x.shape)
+    grad = spmd.jit(spmd.grad(f))(x)
+    eps = 1e-6
+    want = (numpy_f(x + eps * t) - numpy_f(x - eps * t)) / (2 * eps)
+    np.testing.assert_allclose(float(np.sum(np.asarray(grad) * t)), want, rtol=1e-6)
+
+
+def test_jvp_and_vmap_of_nested_pmap():
+    rng = np.random.default_rng(23)
+    x = rng.normal(size=(2, 4, 3))
+    t = rng.normal(size=x.shape)
+    g = spmd.pmap(spmd.pmap(lambda v: lax.psum(v * v, "cols") + v, "cols"), "rows")
+    out, tangent = spmd.jvp(g, (x,), (t,))
+    np.testing.assert_allclose(np.asarray(out), (x * x).sum(axis=1, keepdims=True) + x, rtol=1e-12)
+    np.testing.assert_allclose(
+        np.asarray(tangent), (2 * x * t).sum(axis=1, keepdims=True) + t, rtol=1e-12
+    )
+    xs = rng.normal(size=(5, 2, 4, 3))
+    body = lambda v: v * 2 + lax.axis_index("cols") - 10 * lax.axis_index("rows")  # noqa: E731
+    batched = spmd.vmap(spmd.pmap(spmd.pmap(body, "cols"), "rows"))(xs)
+    want = xs * 2 + np.arange(4)[None, None, :, None] - 10 * np.arange(2)[None, :, None, None]
+    np.testing.assert_allclose(np.asarray(batched), want, rtol=1e-12)
+
+
+def test_grad_taken_inside_the_outer_pmap_through_an_inner_pmap():
+    x = np.random.default_rng(24).normal(size=(2, 4, 3))
+
+    def outer(block):
+        inner = spmd.pmap(lambda v: spmd.numpy.sin(v) * (lax.axis_index("cols") + 1), "cols")
+        return spmd.grad(lambda b: inner(b).sum())(block)
+
+    got = spmd.pmap(outer, "rows")(x)
+    np.testing.assert_allclose(
+        np.asarray(got), np.cos(x) * (np.arange(4) + 1)[None, :, None], rtol=1e-12
+    )
+
+
+def test_grad_taken_inside_the_outer_pmap_sums_a_broadcast_argument_over_the_inner_axis():
+    rng = np.random.default_rng(25)
+    x = rng.normal(size=(2, 4, 3))
+    w = rng.normal(size=(2, 3))
+    inner = spmd.pmap(
+        lambda v, u: lax.psum(spmd.numpy.sin(v) * u, "cols"), "cols", in_axes=(0, None)
+    )
+
+    def outer(block, weight):
+        return spmd.grad(lambda u: inner(block, u).sum())(weight)
+
+    got = spmd.pmap(outer, "rows")(x, w)
+    np.testing.assert_allclose(np.asarray(got), 4 * np.sin(x).sum(axis=1), rtol=1e-12)

@@ -164,28 +164,34 @@ def _psum_jvp(primals, out, tangents, *, axes, size, op, **params):
     return bind("true_divide", total, count)
 
 
-def sum_where_varying(ct: Any, axes: tuple[str, ...]) -> Any:
+def sum_where_varying(ct: Any, axes: tuple[str, ...], size: int | None = None) -> Any:
     """``ct`` summed over those of ``axes`` it varies over: the cotangent of a value that
     every device along ``axes`` shares (psum's and pvary's transpose, and that of a value
-    handed whole to every device)."""
+    handed whole to every device). ``size``: the devices along all of ``axes``, where known
+    (a nested pmap's axis is no longer bound where its enclosing body is transposed)."""
     summed = tuple(a for a in axes if a in _vma(ct))
     if not summed:
         return ct
-    return psum_p.bind(ct, axes=summed, size=group_size(summed), op="sum")
+    return psum_p.bind(ct, axes=summed, size=_count(summed, axes, size), op="sum")
+
+
+def _count(some: tuple[str, ...], axes: tuple[str, ...], size: int | None) -> int:
+    """The devices along ``some`` of ``axes`` (``size``: along all of them, if known)."""
+    return size if size is not None and some == tuple(axes) else group_size(some)
 
 
 def _psum_transpose(ct, x, *, axes, size, op, operand_varying=None):
-    return [_times_copies(sum_where_varying(ct, axes), axes, operand_varying)]
+    return [_times_copies(sum_where_varying(ct, axes, size), axes, operand_varying, size)]
 
 
-def _times_copies(ct: Any, axes: tuple[str, ...], operand_varying) -> Any:
+def _times_copies(ct: Any, axes: tuple[str, ...], operand_varying, size: int) -> Any:
     """An operand that did not vary over some of ``axes`` entered the collective once per
     device along them: its cotangent counts that many times."""
     varying = frozenset(axes) if operand_varying is None else operand_varying
     copied = tuple(a for a in axes if a not in varying)
     if not copied:
         return ct
-    return bind("multiply", ct, aval_of(ct).dtype.type(group_size(copied)))
+    return bind("multiply", ct, aval_of(ct).dtype.type(_count(copied, axes, size)))
 
 
 def _all_gather_transpose(ct, x, *, axes, size, axis, tiled):
@@ -210,7 +216,7 @@ def _psum_scatter_jvp(primals, out, tangents, **params):
 
 def _psum_scatter_transpose(ct, x, *, axes, size, scatter_dimension, tiled, operand_varying=None):
     gathered = all_gather_p.bind(ct, axes=axes, size=size, axis=scatter_dimension, tiled=tiled)
-    return [_times_copies(gathered, axes, operand_varying)]
+    return [_times_copies(gathered, axes, operand_varying, size)]
 
 
 def _ppermute_transpose(ct, x, *, axes, size, perm):
@@ -226,8 +232,8 @@ def _all_to_all_transpose(ct, x, *, axes, size, split_axis, concat_axis, tiled):
     ]
 
 
-def _pvary_transpose(ct, x, *, axes):
-    return [sum_where_varying(ct, axes)]
+def _pvary_transpose(ct, x, *, axes, size=None):
+    return [sum_where_varying(ct, axes, size)]
 
 
 def _same_dim(primitive_name: str):
@@ -303,11 +309,12 @@ axis_index_p = _collective(
     "axis_index", _axis_index_shape, _adds_axes, own_axis=_axis_index_own_axis
 )
 # The same value, now typed as varying over ``axes`` (JAX's pvary): it moves no data.
+# ``size`` (optional): the devices along ``axes``, for a transpose where they are not bound.
 pvary_p = Primitive(
     "pvary",
     Rules(
         shape=_same,
-        impl=lambda xp, x, *, axes: x,
+        impl=lambda xp, x, *, axes, size=None: x,
         varying=_adds_axes,
         jvp=linear_jvp("pvary"),
         transpose=_pvary_transpose,
@@ -316,11 +323,11 @@ pvary_p = Primitive(
 )
 
 
-def _axis_slice_shape(x: ShapedArray, *, axis: int, axes=(), index=None) -> ShapedArray:
+def _axis_slice_shape(x: ShapedArray, *, axis: int, axes=(), size=1, index=None) -> ShapedArray:
     return dataclasses.replace(x, shape=x.shape[:axis] + x.shape[axis + 1 :])
 
 
-def _axis_slice_impl(xp, x, *, axis: int, axes=(), index=None):
+def _axis_slice_impl(xp, x, *, axis: int, axes=(), size=1, index=None):
     if index is None:
         raise RuntimeError(
             "internal error: axis_slice ran without its device's index (only the partitioner's "
@@ -329,11 +336,10 @@ def _axis_slice_impl(xp, x, *, axis: int, axes=(), index=None):
     return x[(slice(None),) * axis + (index, ...)]
 
 
-def _axis_slice_transpose(ct, x, *, axis: int, axes, index=None):
+def _axis_slice_transpose(ct, x, *, axis: int, axes, size, index=None):
     """Each device's slice put back in place and summed over the devices: the gathered
     cotangent (whole). Where the operand itself varies over ``axes``, each device keeps only
     its own slice's place."""
-    size = group_size(axes)
     gathered = all_gather_p.bind(ct, axes=axes, size=size, axis=axis, tiled=False)
     if not set(axes) & x.aval.vma:
         return [gathered]
@@ -351,9 +357,9 @@ def _axis_slice_batch(args, dims, *, axis: int, **params):
 
 
 # Each device's own index along dimension ``axis``: its linear index over the mesh ``axes``
-# (a nested pmap's mapped operand, spmd/transforms/pmap.py). The lowering gives each device
-# its ``index`` (spmd/transforms/per_device_lowering.py), or reads it with no data moved
-# where the value is already split so.
+# (``size`` devices; a nested pmap's mapped operand, spmd/transforms/pmap.py). The lowering
+# gives each device its ``index`` (spmd/transforms/per_device_lowering.py), or reads it
+# with no data moved where the value is already split so.
 axis_slice_p = Primitive(
     "axis_slice",
     Rules(

@@ -18,7 +18,7 @@ exactly so), so that the partitioner lays values out as the lowering holds them.
 from __future__ import annotations
 
 from spmd.core.program import Program, Var
-from spmd.prims.collective import all_gather_p, axis_slice_p
+from spmd.prims.collective import all_gather_p, axis_slice_p, pvary_p
 from spmd.prims.shape import reshape_p
 
 Splits = tuple[tuple[int, str], ...]
@@ -75,6 +75,8 @@ def lazy_splits(eqn, held: Splits) -> Splits | None:
         return sliced(held, params["axis"], params["axes"])
     if eqn.primitive is reshape_p:
         return reshaped(held, eqn.inputs[0].aval.shape, eqn.outputs[0].aval.shape)
+    if eqn.primitive is pvary_p:  # the same data, typed anew
+        return held
     return None
 
 
@@ -115,6 +117,8 @@ def _request(eqn, k: int, wanted: list[Splits]) -> Splits:
         if any(a == axis for _, a in out):
             return ()
         return ((dim, axis), *((d + (d >= dim), a) for d, a in out))
+    if eqn.primitive is pvary_p:
+        return out
     if eqn.primitive is reshape_p and out:
         back = reshaped(out, eqn.outputs[0].aval.shape, eqn.inputs[0].aval.shape)
         if back is not None and reshaped(back, eqn.inputs[0].aval.shape,

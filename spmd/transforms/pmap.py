@@ -26,7 +26,7 @@ from spmd.core.axis_env import binding, bound_axes, pmap_levels
 from spmd.core.program import Program
 from spmd.core.trace import EVAL_TRACE, ProgramTrace, aval_of, current_trace, tracing
 from spmd.errors import ShapeError, ShardingError, SpmdTypeError
-from spmd.prims.collective import all_gather_p, axis_slice_p
+from spmd.prims.collective import all_gather_p, axis_slice_p, pvary_p
 from spmd.sharding.device import devices as all_devices
 from spmd.sharding.device import process_count
 from spmd.sharding.mesh import Mesh
@@ -153,7 +153,9 @@ class Pmapped:
         try:
             with binding({name: size}):
                 sliced = [
-                    x if a is None else axis_slice_p.bind(x, axis=a, axes=(name,))
+                    _shared(x, name, size)
+                    if a is None
+                    else axis_slice_p.bind(x, axis=a, axes=(name,), size=size)
                     for x, a in zip(leaves, in_axes, strict=True)
                 ]
                 dynamic = list(tree_unflatten(in_tree, sliced))
@@ -291,6 +293,14 @@ class Pmapped:
         grid = np.empty(needed, dtype=object)
         grid[:] = available[:needed]
         return Mesh(grid.reshape(sizes), tuple(names))
+
+
+def _shared(x: Any, name: str, size: int) -> Any:
+    """A nested pmap's broadcast operand, typed as varying over its axis (so its cotangent
+    sums over that axis's devices, JAX's pvary)."""
+    if name in aval_of(x).vma:
+        return x
+    return pvary_p.bind(x, axes=(name,), size=size)
 
 
 def _bind_shard_map(params: dict, mesh: Mesh, operands: list) -> list:
