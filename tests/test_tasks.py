@@ -129,27 +129,16 @@ def run_row(case, dtype, rng) -> int:
     return len(tasks)
 
 
-# Control flow shard_tasks refuses today: its primitives have a varying rule, which
-# tasks.py's _check_single_device takes for a collective's. Each such row must still raise
-# that error (one that runs fails the test: take it off this set).
-REFUSED_BY_TASKS = {f"lax.{name}" for name in ("cond", "switch", "while_loop", "fori_loop")}
-REFUSED_BY_TASKS |= {"lax.scan", "lax.map"}
-
-
 @pytest.mark.parametrize("family", FAMILIES)
 def test_table_rows_run_as_tasks_equal_numpy(family):
     failures, cut = [], 0
     for case, dtype, rng in table_rows(family):
-        if case.name in REFUSED_BY_TASKS:
-            with pytest.raises(spmd.ShardingError, match="runs on a mesh of devices"):
-                run_row(case, dtype, rng)
-            continue
         try:
             cut += run_row(case, dtype, rng) > 1
         except Exception as error:
             failures.append(f"{case.id} on {np.dtype(dtype or float).name}: {error!r:.400}")
     assert not failures, f"{len(failures)} rows differ:\n" + "\n".join(failures[:20])
-    if family not in ("creation", "control"):  # control: all but lax.select refused today
+    if family not in ("creation", "control"):  # control flow reads its operands whole
         assert cut > 10, "too few rows were cut into several tasks to test anything"
 
 
@@ -377,7 +366,6 @@ def test_run_tasks_on_an_executor(executor, process_pool):
 def test_table_rows_run_in_worker_processes(process_pool):
     rng = np.random.default_rng(SEED)
     rows = [c for c in CASES if c.error is None and c.values and c.family != "creation"]
-    rows = [c for c in rows if c.name not in REFUSED_BY_TASKS]
     for k in rng.choice(len(rows), 40, replace=False):
         case = rows[k]
         inputs = make_inputs(case, case.dtypes[0])

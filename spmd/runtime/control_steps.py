@@ -38,7 +38,7 @@ def run_loop(run, step: Loop, env: dict, speaker) -> None:
     ys: list[dict[int, list]] = [{p: [] for p in run.positions} for _ in step.y_blocks]
     order = reversed(range(step.length)) if step.reverse else range(step.length)
     for i in order:
-        slices = [{p: x[p][i] for p in x} for x in xs]
+        slices = [{p: x[p][i, ...] for p in x} for x in xs]
         outs = run.block(step.body, consts + carry + slices, speaker)
         carry = outs[:second]
         for found, y in zip(ys, outs[second:], strict=True):

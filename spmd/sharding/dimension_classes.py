@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from spmd.core.program import Equation, Program, Var
-from spmd.sharding.propagate import factors_of, gathered_factors
+from spmd.sharding.propagate import Deferred, factors_of, gathered_factors
 from spmd.sharding.rules import Decision, Factors
 
 Node = tuple  # (Var, dim) for a value's dimension, ("factor", equation, name) for a factor
@@ -126,7 +126,7 @@ def _on_two_axes(union: _WeightedUnion, program: Program) -> list[tuple[Node, st
 
 def _factors(eqn: Equation) -> Factors:
     rule = factors_of(eqn)
-    return gathered_factors(eqn) if isinstance(rule, Decision) else rule
+    return gathered_factors(eqn) if isinstance(rule, (Decision, Deferred)) else rule
 
 
 def _values_and_dims(eqn: Equation, factors: Factors) -> Iterable[tuple[Var, tuple]]:

@@ -216,9 +216,23 @@ def _trace(fun: Callable, values: list) -> tuple[Program, Any]:
     return without_dead_code(without_annotations(program)), out_tree
 
 
+def _on_a_mesh(eqn) -> bool:
+    """Whether ``eqn`` runs over mesh devices: a per-device program on a mesh, an operation
+    over named mesh axes (a collective, axis_index, pvary), or a body holding one."""
+    params = eqn.params
+    if "mesh" in params or any(isinstance(a, str) for a in params.get("axes", ())):
+        return True
+    for value in params.values():
+        bodies = value if isinstance(value, tuple) else (value,)
+        for body in bodies:
+            if isinstance(body, Program) and any(_on_a_mesh(e) for e in body.equations):
+                return True
+    return False
+
+
 def _check_single_device(name: str, program: Program) -> None:
     for eqn in program.equations:
-        if eqn.primitive.rules.per_device is not None or eqn.primitive.rules.varying is not None:
+        if _on_a_mesh(eqn):
             raise ShardingError(
                 f"shard_tasks({name}): the program calls {eqn.primitive.name}, which runs on "
                 f"a mesh of devices; a task runs on one. Give shard_tasks the per-device "

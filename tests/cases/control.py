@@ -84,19 +84,6 @@ def lax(m):
 
 # ------------------------------------------------------------------------------ the rows
 
-# Held back: rows that scan over xs of 2 or more dimensions. The scan primitive's
-# implementation slices ``x[i]`` (spmd/transforms/control_flow/scan.py), which
-# array_api_strict refuses on a 2-D array (it wants ``x[i, ...]``), so
-# tests/test_prims_namespaces.py fails on them. Set True once the slice is ``x[i, ...]``.
-SCAN_OVER_MATRICES = False
-
-
-def _scanned(shape_sets, at=0):
-    """The shape sets whose scanned input (position ``at``) has one dimension, or all of them
-    once SCAN_OVER_MATRICES is set."""
-    return [s for s in shape_sets if SCAN_OVER_MATRICES or len(s[at]) < 2]
-
-
 # Bodies use + and * (or, and on bools), maximum and where, so one body fits every dtype.
 
 # Inputs x (and w) of one shape: scalars, size 0, and sizes 2, 3, 4, 5 that 2-, 4- and
@@ -236,12 +223,12 @@ def _scan_rows(kw):
             carry, ys = lax(m).scan(step, init, xs, reverse=reverse)
             return ys * carry  # both outputs in one result
 
-        add("lax.scan", forward, *_scanned(shapes), label=f"reverse={reverse}", **kw)
+        add("lax.scan", forward, *shapes, label=f"reverse={reverse}", **kw)
 
     def pair(m, xs, init):  # the (carry, ys) pair itself
         return lax(m).scan(step, init, xs)
 
-    add("lax.scan", pair, *_scanned(shapes[:3]), label="pair", **kw)
+    add("lax.scan", pair, *shapes[:3], label="pair", **kw)
 
     def pytree_xs(m, xs, ws):
         def body(c, x):
@@ -251,7 +238,7 @@ def _scan_rows(kw):
         return ys["s"] * carry + ys["t"]
 
     pairs = [((5,), (5,)), ((3, 4), (3, 4)), ((4, 0), (4, 0))]  # init xs[0]: n > 0
-    add("lax.scan", pytree_xs, *_scanned(pairs), label="xs=dict", **kw)
+    add("lax.scan", pytree_xs, *pairs, label="xs=dict", **kw)
 
     for length in (0, 3):
 
@@ -267,25 +254,24 @@ def _map_rows(kw):
         return lax(m).map(lambda a: a * a + a.sum(), xs)
 
     shapes = [((5,),), ((0,),), ((3, 4),), ((0, 3),), ((4, 0, 2),), ((3, 4, 2),)]
-    add("lax.map", square_plus_sum, *_scanned(shapes), **kw)
+    add("lax.map", square_plus_sum, *shapes, **kw)
 
     def pytree(m, xs, ws):
         return lax(m).map(lambda p: m.maximum(p[0], p[1]) * p[0], (xs, ws))
 
     pairs = [((5,), (5,)), ((2, 3), (2, 3))]
-    add("lax.map", pytree, *_scanned(pairs), label="xs=pair", **kw)
+    add("lax.map", pytree, *pairs, label="xs=pair", **kw)
 
     def captured(m, xs, s):  # the body closes over a scalar input
         return lax(m).map(lambda a: a * s + a, xs)
 
     pairs = [((5,), ()), ((0,), ()), ((2, 3), ()), ((0, 3), ())]
-    add("lax.map", captured, *_scanned(pairs), label="captured", **kw)
+    add("lax.map", captured, *pairs, label="captured", **kw)
 
     def batched(m, xs):
         return lax(m).map(lambda a: m.maximum(a, a * a), xs, batch_size=2)
 
-    if SCAN_OVER_MATRICES:  # batches of 2 are scanned as a (n // 2, 2, ...) array
-        add("lax.map", batched, ((5,),), ((4, 3),), ((3, 4, 2),), label="batch_size=2", **kw)
+    add("lax.map", batched, ((5,),), ((4, 3),), ((3, 4, 2),), label="batch_size=2", **kw)
 
 
 def _select_rows(kw):

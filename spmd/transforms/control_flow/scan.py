@@ -57,7 +57,7 @@ def _impl(xp, *args, body, num_consts, num_carry, length, reverse):
     consts, carry, xs = split(args, num_consts, num_carry)
     stacked: list[list] = [[] for _ in body.outvars[num_carry:]]
     for i in reversed(range(length)) if reverse else range(length):
-        outs = eval_program(body, [], [*consts, *carry, *(x[i] for x in xs)], xp)
+        outs = eval_program(body, [], [*consts, *carry, *(x[i, ...] for x in xs)], xp)
         carry = outs[:num_carry]
         for ys, y in zip(stacked, outs[num_carry:], strict=True):
             ys.append(y)
