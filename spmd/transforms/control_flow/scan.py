@@ -25,6 +25,7 @@ from spmd.transforms.control_flow.programs import (
     split,
     to_front,
 )
+from spmd.transforms.control_flow.scan_transpose import scan_transpose
 
 
 def bind_scan(body: Program, consts, init, xs, length: int, reverse: bool) -> list:
@@ -161,9 +162,7 @@ def _batch(args, dims, *, body, num_consts, num_carry, length, reverse):
 
 
 def _transpose(cts, *operands, **params):
-    from spmd.transforms.control_flow.scan_transpose import scan_transpose
-
-    return scan_transpose(cts, operands, **params)
+    return scan_transpose(cts, operands, bind_scan, **params)
 
 
 scan_p = Primitive(

@@ -14,9 +14,9 @@ from spmd.core.program import Program, Var
 from spmd.transforms.control_flow.programs import split, trace_program
 
 
-def scan_transpose(cts, operands, *, body, num_consts, num_carry, length, reverse):
-    from spmd.transforms.control_flow.scan import bind_scan
-
+def scan_transpose(cts, operands, bind_scan, *, body, num_consts, num_carry, length, reverse):
+    """The cotangents of a scan's linear operands; ``bind_scan(body, consts, init, xs,
+    length, reverse)`` binds the forward and the reversed scans."""
     linear_in = [isinstance(x, UndefinedPrimal) for x in operands]
     const_vars, carry_vars, xs_vars = split(body.invars, num_consts, num_carry)
     carry_out, ys_out = body.outvars[:num_carry], body.outvars[num_carry:]
