@@ -239,3 +239,28 @@ def test_explain_names_the_collectives_inside_loop_bodies():
 
     explained = spmd.jit(f).lower(_put(x, mesh, P("x", "y"))).explain()
     assert "in the cond of while (each iteration)" in explained
+
+
+def test_a_loop_without_collectives_runs_each_devices_own_uneven_block():
+    mesh = spmd.make_mesh((4,), ("i",))
+    x = np.arange(10.0)  # blocks of 3, 3, 3 and 1
+
+    def block(b):
+        return lax.fori_loop(0, 3, lambda i, v: v * 2 + b, b)
+
+    f = spmd.jit(spmd.shard_map(block, mesh=mesh, in_specs=P("i"), out_specs=P("i")))
+    expected = x.copy()
+    for _ in range(3):
+        expected = expected * 2 + x
+    np.testing.assert_array_equal(np.asarray(f(x)), expected)
+
+
+def test_a_loop_with_collectives_over_uneven_blocks_is_refused():
+    mesh = spmd.make_mesh((4,), ("i",))
+
+    def block(b):
+        return lax.fori_loop(0, 2, lambda i, v: v + lax.psum(v.sum(), "i"), b)
+
+    f = spmd.jit(spmd.shard_map(block, mesh=mesh, in_specs=P("i"), out_specs=P("i")))
+    with pytest.raises(spmd.ShapeError, match="split unevenly"):
+        f(np.arange(10.0))

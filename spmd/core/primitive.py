@@ -59,9 +59,10 @@ class Rules:
     writes_into: bool = False
     ufunc: Any = None  # the NumPy ufunc ``impl`` applies, which NumPy backends may call direct
     calls_blas: bool = False
-    # Calls of per-device programs (shard_map, pmap): per_device(lowering, eqn, inputs) emits
-    # the body's steps (spmd/transforms/per_device_lowering.py) and returns the results as
-    # held there.
+    # Calls of per-device programs (shard_map, pmap) and control flow in them:
+    # per_device(lowering, eqn, inputs, uneven) emits the body's steps
+    # (spmd/transforms/per_device_lowering.py) and returns the results as held there, or None
+    # to run the equation as one step on each device; ``uneven``: devices' bodies differ.
     per_device: Callable[..., Any] | None = None
     # varying(eqn, operands) -> per result, the mesh axes it varies over, given the operands'
     # (collectives and nested pmaps; other primitives vary over their operands' union).

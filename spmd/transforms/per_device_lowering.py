@@ -79,7 +79,10 @@ class Lowering:
         primitive = eqn.primitive
         lower_call = primitive.rules.per_device
         if lower_call is not None:
-            return lower_call(self, eqn, [self._input(a, env) for a in eqn.inputs])
+            uneven = any(e.params != eqn.params for e in per_body)
+            held = lower_call(self, eqn, [self._input(a, env) for a in eqn.inputs], uneven)
+            if held is not None:
+                return held
         if primitive is axis_index_p:
             values = [np.int32(self.index_along(eqn.params["axes"], p)) for p in range(self.count)]
             return [Held(self.per_device(eqn.outputs[0].aval, values))]

@@ -52,7 +52,7 @@ def _fixed(ins, outs, **params) -> Decision:
     return Decision(operands, results, f"shard_map({params['name']}) lays it out by out_specs")
 
 
-def _lower(lowering, eqn, inputs: list[Held]) -> list[Held]:
+def _lower(lowering, eqn, inputs: list[Held], uneven: bool = False) -> list[Held]:
     params = eqn.params
     in_splits, out_splits = call_splits(params)
     inputs = [Held(h.atom, s) for h, s in zip(inputs, in_splits, strict=True)]

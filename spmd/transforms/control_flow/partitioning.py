@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from spmd.core.program import Literal, Program, Var
 from spmd.core.varying import program_varying
-from spmd.errors import SpmdTypeError
-from spmd.sharding.device_program import Block, Branch, Compute, Loop
+from spmd.errors import ShapeError, SpmdTypeError
+from spmd.sharding.device_program import Block, Branch, Loop
 from spmd.sharding.mesh import Mesh
 from spmd.sharding.propagate import BodiesDecision, Deferred, propagate
 from spmd.sharding.reshard import value_layout
@@ -183,12 +183,15 @@ def _cond_decision(params, operands, in_avals, mesh: Mesh) -> BodiesDecision:
 
 # --- inside shard_map and pmap bodies: the per_device rules ------------------------------
 
+Lowered = list[Held] | None  # None: run the equation whole on each device (no collectives)
 
-def lower_while(lowering: Lowering, eqn, inputs: list[Held]) -> list[Held]:
+
+def lower_while(lowering: Lowering, eqn, inputs: list[Held], uneven: bool = False) -> Lowered:
     p = eqn.params
     cond, body = p["cond_program"], p["body_program"]
     if not _needs_lowering([cond, body]):
-        return _as_one_step(lowering, eqn, inputs)
+        return None
+    _check_even(uneven, eqn.primitive.name)
     nc, nb = p["cond_nconsts"], p["body_nconsts"]
     carry_vma = eqn.primitive.rules.varying(eqn, [_vma(a) for a in eqn.inputs])
     cond_consts = [_vma(a) for a in eqn.inputs[:nc]]
@@ -210,11 +213,12 @@ def lower_while(lowering: Lowering, eqn, inputs: list[Held]) -> list[Held]:
     return [Held(v) for v in outputs]
 
 
-def lower_scan(lowering: Lowering, eqn, inputs: list[Held]) -> list[Held]:
+def lower_scan(lowering: Lowering, eqn, inputs: list[Held], uneven: bool = False) -> Lowered:
     p = eqn.params
     body, nn = p["body"], p["num_carry"]
     if not _needs_lowering([body]):
-        return _as_one_step(lowering, eqn, inputs)
+        return None
+    _check_even(uneven, eqn.primitive.name)
     atoms = [lowering.whole_value(h) for h in inputs]
     outputs = tuple(Var(v.aval) for v in eqn.outputs)
     y_blocks = tuple((a.shape,) * lowering.count for a in body.out_avals[nn:])
@@ -235,10 +239,11 @@ def lower_scan(lowering: Lowering, eqn, inputs: list[Held]) -> list[Held]:
     return [Held(v) for v in outputs]
 
 
-def lower_cond(lowering: Lowering, eqn, inputs: list[Held]) -> list[Held]:
+def lower_cond(lowering: Lowering, eqn, inputs: list[Held], uneven: bool = False) -> Lowered:
     branches = eqn.params["branches"]
     if not _needs_lowering(list(branches)):
-        return _as_one_step(lowering, eqn, inputs)
+        return None
+    _check_even(uneven, eqn.primitive.name)
     _check_uniform(_vma(eqn.inputs[0]), "cond", "index (or predicate)")
     atoms = [lowering.whole_value(h) for h in inputs]
     outputs = tuple(Var(v.aval) for v in eqn.outputs)
@@ -295,20 +300,16 @@ def _needs_lowering(programs: list[Program]) -> bool:
 _LOOPS = ("while", "scan", "cond")
 
 
-def _as_one_step(lowering: Lowering, eqn, inputs: list[Held]) -> list[Held]:
-    """The loop run whole on each device's values (its impl), as one Compute step."""
-    atoms = tuple(lowering.whole_value(h) for h in inputs)
-    outputs = tuple(Var(v.aval) for v in eqn.outputs)
-    lowering.steps.append(
-        Compute(
-            eqn,
-            atoms,
-            outputs,
-            tuple(whole(v.aval) for v in outputs),
-            (eqn.params,) * lowering.count,
+def _check_even(uneven: bool, who: str) -> None:
+    """A body lowered step by step is one program for every device: uneven blocks, whose
+    bodies differ in shapes, would run the first device's on all."""
+    if uneven:
+        raise ShapeError(
+            f"{who} inside shard_map: its body holds collectives, and the shard_map's inputs "
+            f"are split unevenly, so devices hold blocks of different shapes. Make each split "
+            f"dimension a multiple of its mesh axes' size (pad the input), or move the "
+            f"collectives out of the loop."
         )
-    )
-    return [Held(v) for v in outputs]
 
 
 def _lowered(lowering: Lowering, program: Program) -> Block:
