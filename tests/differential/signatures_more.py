@@ -134,6 +134,22 @@ def joining(draw, name: str):
 
 
 @st.composite
+def stacking(draw, name: str):
+    """vstack, hstack, dstack, column_stack of 1-3 arrays of one rank (0-3, lifted as NumPy
+    lifts them), varying along the axis each joins, dtypes mixed now and then."""
+    base = draw(shapes(max_dims=3))
+    along = {"vstack": 0, "hstack": 1 if len(base) > 1 else 0, "dstack": 2}.get(name, 1)
+    dtype = draw(dtypes)
+    parts = []
+    for _ in range(draw(st.integers(1, 3))):
+        shape = list(base)
+        if along < len(shape):
+            shape[along] = draw(st.integers(0, 3))
+        parts.append(draw(arrays(dtype if draw(st.booleans()) else draw(dtypes), tuple(shape))))
+    return make_call(name, parts)
+
+
+@st.composite
 def pad(draw):
     """Every mode and pad_width form: an int, one pair, one pair per axis. Half the arrays
     have an axis of size 1 and no zeros, where a piece put on the wrong side would show."""
@@ -249,6 +265,7 @@ def contraction(draw, name: str):
         "matmul": draw(st.sampled_from([((k,), (k,)), ((*batch, m, k), (k, n)), ((k,), (k, n))])),
         "outer": ((m, k), (n,)),
         "tensordot": ((*batch, m, k), (k, n)),
+        "vdot": draw(st.sampled_from([((k,), (k,)), ((m, k), (m, k)), ((m * k,), (m, k))])),
     }[name]
     if name == "matmul" and draw(st.booleans()):
         first, second = (*batch, m, k), (*batch, k, n)
@@ -256,15 +273,16 @@ def contraction(draw, name: str):
         second = (*second[:-1], second[-1] + 1) if second else (1,)
     a = draw(arrays(dtype, first))
     b = draw(arrays(dtype if draw(st.booleans()) else draw(dtypes), second))
-    if name in ("dot", "tensordot"):
+    if name in ("dot", "tensordot", "vdot"):
         # NumPy's BLAS paths are not IEEE at NaN and inf: for some shapes they skip zero
         # factors (dot([[0.]], [[nan]]) is 0, matmul's nan), so these two get finite values
         a, b = (np.where(np.isfinite(v), v, 1).astype(v.dtype) for v in (a, b))
-    scale = max(k, 1) * magnitude(a) * magnitude(b)
+    terms = max(a.size if name == "vdot" else k, 1)
+    scale = terms * magnitude(a) * magnitude(b)
     if name == "tensordot":
         axes_ = draw(st.sampled_from([1, ((-1,), (0,)), [[a.ndim - 1], [0]], 0]))
-        return make_call(name, a, b, terms=max(k, 1), scale=scale, axes=axes_)
-    return make_call(name, a, b, terms=max(k, 1), scale=scale)
+        return make_call(name, a, b, terms=terms, scale=scale, axes=axes_)
+    return make_call(name, a, b, terms=terms, scale=scale)
 
 
 @st.composite
@@ -375,6 +393,7 @@ LAX_FUNCTIONS = (
 SIGS = [
     *[_sig(n, shape_call, n) for n in SHAPE_FUNCTIONS if n != "copy"],
     *[_sig(n, joining, n) for n in ("concatenate", "stack")],
+    *[_sig(n, stacking, n) for n in ("vstack", "hstack", "dstack", "column_stack")],
     _sig("pad", pad),
     _sig("_getitem", getitem),
     _sig("take", take),
@@ -384,7 +403,7 @@ SIGS = [
     _sig("where", where),
     Sig("where", where_condition, modes=("numpy_in", "eager", "sharded"), form="condition"),
     _sig("clip", clip),
-    *[_sig(n, contraction, n) for n in ("dot", "matmul", "outer", "tensordot")],
+    *[_sig(n, contraction, n) for n in ("dot", "matmul", "outer", "tensordot", "vdot")],
     _sig("einsum", einsum),
     _sig("trace", trace),
     *[_sig(f"lax.{n}", lax_call, n) for n in LAX_FUNCTIONS],
