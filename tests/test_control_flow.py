@@ -291,3 +291,24 @@ def test_a_collective_in_a_loop_body_outside_jit_says_to_jit():
     g = spmd.shard_map(block, mesh=mesh, in_specs=P("i"), out_specs=P("i"))
     with pytest.raises(spmd.SpmdError, match=r"spmd\.jit"):
         g(np.arange(4.0))
+
+
+@pytest.mark.parametrize("jitted", [False, True])
+def test_fori_loop_index_from_python_bounds_keeps_a_float32_carry_float32(jitted):
+    x = np.linspace(-1, 1, 6).astype(np.float32)
+
+    def f(v):
+        return lax.fori_loop(0, 3, lambda i, v: v * i + v + i, v)
+
+    expected = x.copy()
+    for i in range(3):
+        expected = expected * np.float32(i) + expected + np.float32(i)
+    got = (spmd.jit(f) if jitted else f)(x)
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(np.asarray(got), expected, rtol=1e-6)
+
+
+def test_fori_loop_index_from_numpy_bounds_is_their_dtype():
+    x = np.ones(3, np.float32)
+    with pytest.raises(spmd.SpmdTypeError, match="float64"):
+        lax.fori_loop(np.int64(0), np.int64(2), lambda i, v: v + i, x)

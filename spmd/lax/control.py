@@ -256,10 +256,17 @@ def fori_loop(
         _, _, result = while_loop(lambda c: c[0] < c[1], step, (start, stop, init_val))
         return result
     start, stop = int(lower), int(upper)
+    python_bounds = type(lower) is int and type(upper) is int
 
     def scan_step(carry, _):
         i, val = carry
-        return (i + 1, body(i, val)), ()
+        # An index counted from Python ints is one too: weakly typed, so that ``v + i`` keeps
+        # a float32 ``v`` float32 (JAX's int32 index does so by its promotion rules).
+        if python_bounds:
+            i_seen = convert_element_type_p.bind(i, new_dtype=aval_of(i).dtype, weak_type=True)
+        else:
+            i_seen = i
+        return (i + 1, body(i_seen, val)), ()
 
     (_, result), _ = scan(scan_step, (start, init_val), None, length=max(stop - start, 0))
     return result

@@ -167,8 +167,10 @@ def _diagonal_shape(x: ShapedArray, *, offset: int, axis1: int, axis2: int) -> S
     return ShapedArray((*rest, length), x.dtype)
 
 
-def _convert_shape(x: ShapedArray, *, new_dtype: np.dtype) -> ShapedArray:
-    return ShapedArray(x.shape, np.dtype(new_dtype))
+def _convert_shape(x: ShapedArray, *, new_dtype: np.dtype, weak_type: bool = False) -> ShapedArray:
+    if weak_type and x.ndim:
+        raise ShapeError(f"convert_element_type: only a scalar can be weakly typed, not {x}.")
+    return ShapedArray(x.shape, np.dtype(new_dtype), weak_type)
 
 
 # --- implementations (NumPy, or any array namespace) -----------------------------------------
@@ -207,7 +209,10 @@ def _diagonal_impl(xp, x, *, offset, axis1, axis2):
     return namespace.diagonal(xp, namespace.asarray(xp, x), offset, axis1, axis2)
 
 
-def _convert_impl(xp, x, *, new_dtype):
+def _convert_impl(xp, x, *, new_dtype, weak_type=False):
+    if weak_type:  # a Python scalar, which every array library promotes weakly
+        cast = {"b": bool, "i": int, "u": int, "f": float, "c": complex}[np.dtype(new_dtype).kind]
+        return cast(x.item() if hasattr(x, "item") else x)
     if xp is np:
         return np.asarray(x).astype(new_dtype)
     return namespace.asarray(xp, x, np.dtype(new_dtype))
@@ -350,7 +355,7 @@ diagonal_p = Primitive(
 )
 
 
-def _convert_sharding(ins, outs, *, new_dtype) -> Factors:
+def _convert_sharding(ins, outs, *, new_dtype, weak_type=False) -> Factors:
     """A pending sum passes a conversion between inexact dtypes that does not narrow the
     range: a partial may overflow a narrower one where the sum would not."""
     source, target = ins[0].dtype, outs[0].dtype

@@ -168,16 +168,16 @@ def _diagonal_batch(args, dims, *, offset, axis1, axis2):
     return bind("diagonal", x, offset=offset, axis1=axis1 + 1, axis2=axis2 + 1), 0
 
 
-def _convert_jvp(primals, out, tangents, *, new_dtype):
+def _convert_jvp(primals, out, tangents, *, new_dtype, weak_type=False):
     """Between inexact dtypes the tangent converts too; to or from integers and booleans
     the result is piecewise constant (or the operand has no tangent): zero."""
     source, target = aval_of(primals[0]).dtype, np.dtype(new_dtype)
     if source.kind not in "fc" or target.kind not in "fc" or tangents[0] is None:
         return None
-    return bind("convert_element_type", tangents[0], new_dtype=target)
+    return bind("convert_element_type", tangents[0], new_dtype=target, weak_type=weak_type)
 
 
-def _convert_transpose(ct, x, *, new_dtype):
+def _convert_transpose(ct, x, *, new_dtype, weak_type=False):
     """``ct`` back in the operand's dtype; a complex cotangent of a real operand keeps its
     real part (as JAX's conversion does), taken explicitly rather than by a lossy cast."""
     if aval_of(ct).dtype.kind == "c" and x.aval.dtype.kind != "c":
