@@ -31,6 +31,7 @@ from spmd.sharding.rules import Decision, ValueSharding
 from spmd.sharding.spec import PartitionSpec
 from spmd.transforms.blocks_trace import BlocksTracer, run_on_blocks
 from spmd.transforms.body_splits import call_splits, with_splits
+from spmd.transforms.control_flow.programs import CollectiveInBodyError
 from spmd.transforms.per_device_lowering import Held
 from spmd.transforms.shard_map_bodies import check_collectives, close_bodies, split_axes
 from spmd.transforms.shard_map_rules import shard_map_batch, shard_map_jvp, shard_map_transpose
@@ -112,7 +113,10 @@ class ShardMapped:
                    for x, d in zip(leaves, in_dims, strict=True))  # fmt: skip
         here = sum(d.process_index == process_index() for d in mesh.devices.flat)
         if even and here and (here == mesh.size or self.check_rep):
-            return self._run_on_blocks(mesh, leaves, in_tree, specs, in_dims)
+            try:
+                return self._run_on_blocks(mesh, leaves, in_tree, specs, in_dims)
+            except CollectiveInBodyError:
+                pass  # a loop whose body holds collectives runs only compiled
         # Blocks of different shapes need one trace per shape, the first device's value that
         # check_rep=False promises may be another process's, and a process without a device
         # of the mesh has no block to run: those calls run compiled.

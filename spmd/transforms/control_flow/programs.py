@@ -186,23 +186,6 @@ def split(seq: Sequence[Any], *counts: int) -> list[list]:
     return pieces
 
 
-class CollectiveInBodyError(SpmdError, NotImplementedError):
-    """A collective inside a control-flow body: not supported yet."""
-
-
-def no_collectives(programs: Sequence[Program], who: str) -> None:
-    """Collectives (and axis_index) inside loop and branch bodies are not lowered yet: say
-    so instead of running the body without them."""
-    for program in programs:
-        for eqn in program.equations:
-            name = eqn.primitive.name
-            if eqn.primitive.rules.collective is not None or name in ("axis_index", "pvary"):
-                raise CollectiveInBodyError(
-                    f"{who}: the body calls {name}, but collectives inside control-flow "
-                    f"bodies (cond, switch, while_loop, fori_loop, scan, map) are not "
-                    f"supported yet. Move the {name} out of the body: compute it before or "
-                    f"after the loop, or unroll the loop with a Python for."
-                )
-            for value in eqn.params.values():
-                nested = value if isinstance(value, tuple) else (value,)
-                no_collectives([p for p in nested if isinstance(p, Program)], who)
+class CollectiveInBodyError(SpmdError):
+    """A loop or branch whose body holds collectives, run whole on each device's values (an
+    eager shard_map's blocks), where only its compiled steps can meet the other devices."""
