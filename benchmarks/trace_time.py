@@ -7,10 +7,10 @@ as the program grows (linear total time):
 - ``plain``: the chain traced as jit traces a function with no mesh;
 - ``shard_map``: the chain as a shard_map body (check_vma on), where every value carries the
   mesh axes it varies over;
-- ``shard_map fori_loop``: the chain as a fori_loop inside a shard_map body: every iteration
-  checks that the loop value keeps its type, varying axes included (``typeof``);
-- ``jit fori_loop``: the same loop traced as jit traces it for a sharded argument, whose
-  values' types (``typeof``) carry shardings.
+- ``shard_map fori_loop``: the chain as a fori_loop inside a shard_map body, and
+- ``jit fori_loop``: the same loop traced as jit traces it for a sharded argument. A loop is
+  one primitive holding its body, so these programs keep their few equations at any trip
+  count: their time must stay flat in total, not per equation.
 
 Each time is also taken with Python's cyclic garbage collector off: its full collections
 scan every live object, a cost that grows with the program held (the last column).
@@ -139,6 +139,8 @@ def _projected(done: list[tuple[int, float]], size: int) -> float:
     power = 1.0
     if len(done) > 1:
         n1, t1 = done[-2]
+        if n1 == n2:  # a loop primitive: the program does not grow with the trip count
+            return t2
         power = max(1.0, math.log(t2 / t1) / math.log(n2 / n1))
     return t2 * (size / n2) ** power
 
