@@ -312,3 +312,15 @@ def test_fori_loop_index_from_numpy_bounds_is_their_dtype():
     x = np.ones(3, np.float32)
     with pytest.raises(spmd.SpmdTypeError, match="float64"):
         lax.fori_loop(np.int64(0), np.int64(2), lambda i, v: v + i, x)
+
+
+def test_weak_carries_that_feed_each_other_are_promoted_together():
+    def step(c):
+        return c[1], c[1] + 1.0
+
+    got = lax.while_loop(lambda c: c[0] < 3, step, (2.0, 2.5))
+    c = (2.0, 2.5)
+    while c[0] < 3:
+        c = step(c)
+    assert [float(x) for x in got] == list(c)
+    assert all(x.dtype == np.float64 for x in got)

@@ -140,7 +140,7 @@ def _carry_body(step: Callable, init: Any, extra_avals: list, who: str, what: st
     initial carry leaves (weakly typed ones cast to the body's dtype, as JAX does), the carry
     tree, the tree of ``rest``)."""
     leaves, tree = tree_flatten(init)
-    for _ in range(2):
+    for _ in range(len(leaves) + 1):  # each pass makes one more weak leaf strong, or ends
         promote: dict[int, np.dtype] = {}
         found: list = []
 
