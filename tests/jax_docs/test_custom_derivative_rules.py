@@ -13,7 +13,7 @@ dtype.
 """
 
 # The page's code is kept as written: redefined functions, lambdas, str.format, unused names.
-# ruff: noqa: UP032, RUF059
+# ruff: noqa: E731, UP032, RUF059
 
 import numpy as np
 import pytest
@@ -277,6 +277,84 @@ def test_gradient_clipping():
 
     close(clip_sin(t), np.sin(np.linspace(0, 10, 1000)))
     close(vmap(grad(clip_sin))(t), np.clip(np.cos(np.linspace(0, 10, 1000)), -0.75, 0.75))
+
+
+# Example: implicit function differentiation of iterative implementations
+def test_fixed_point_by_while_loop():
+    from spmd import jit, vmap
+    from spmd.lax import while_loop
+
+    def fixed_point(f, a, x_guess):
+        def cond_fun(carry):
+            x_prev, x = carry
+            return jnp.abs(x_prev - x) > 1e-6
+
+        def body_fun(carry):
+            _, x = carry
+            return x, f(a, x)
+
+        _, x_star = while_loop(cond_fun, body_fun, (x_guess, f(a, x_guess)))
+        return x_star
+
+    def newton_sqrt(a):
+        update = lambda a, x: 0.5 * (x + a / x)
+        return fixed_point(update, a, a)
+
+    print(newton_sqrt(2.0))
+    close(newton_sqrt(2.0), np.sqrt(2.0), 1e-10)
+
+    print(jit(vmap(newton_sqrt))(jnp.array([1.0, 2.0, 3.0, 4.0])))
+    close(jit(vmap(newton_sqrt))(jnp.array([1.0, 2.0, 3.0, 4.0])), np.sqrt([1, 2, 3, 4]), 1e-10)
+
+
+def test_fixed_point_with_an_implicit_custom_vjp():
+    from functools import partial
+
+    from spmd import custom_vjp, grad, vjp
+    from spmd.lax import while_loop
+
+    @partial(custom_vjp, nondiff_argnums=(0,))
+    def fixed_point(f, a, x_guess):
+        def cond_fun(carry):
+            x_prev, x = carry
+            return jnp.abs(x_prev - x) > 1e-6
+
+        def body_fun(carry):
+            _, x = carry
+            return x, f(a, x)
+
+        _, x_star = while_loop(cond_fun, body_fun, (x_guess, f(a, x_guess)))
+        return x_star
+
+    def fixed_point_fwd(f, a, x_init):
+        x_star = fixed_point(f, a, x_init)
+        return x_star, (a, x_star)
+
+    def fixed_point_rev(f, res, x_star_bar):
+        a, x_star = res
+        _, vjp_a = vjp(lambda a: f(a, x_star), a)
+        (a_bar,) = vjp_a(fixed_point(partial(rev_iter, f), (a, x_star, x_star_bar), x_star_bar))
+        return a_bar, jnp.zeros_like(x_star)
+
+    def rev_iter(f, packed, u):
+        a, x_star, x_star_bar = packed
+        _, vjp_x = vjp(lambda x: f(a, x), x_star)
+        return x_star_bar + vjp_x(u)[0]
+
+    fixed_point.defvjp(fixed_point_fwd, fixed_point_rev)
+
+    def newton_sqrt(a):
+        update = lambda a, x: 0.5 * (x + a / x)
+        return fixed_point(update, a, a)
+
+    print(newton_sqrt(2.0))
+    close(newton_sqrt(2.0), np.sqrt(2.0), 1e-10)
+
+    print(grad(newton_sqrt)(2.0))
+    print(grad(grad(newton_sqrt))(2.0))
+    # d/da sqrt(a) = 1 / (2 sqrt a); d^2/da^2 = -1 / (4 a^1.5).
+    close(grad(newton_sqrt)(2.0), 1 / (2 * np.sqrt(2.0)), 1e-6)
+    close(grad(grad(newton_sqrt))(2.0), -1 / (4 * 2.0**1.5), 1e-6)
 
 
 def test_differentiating_jnp_sqrt_for_comparison():
