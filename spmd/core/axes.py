@@ -5,6 +5,7 @@ from __future__ import annotations
 import operator
 from typing import Any
 
+from spmd.core.trace import Tracer
 from spmd.errors import ShapeError, SpmdTypeError
 
 
@@ -15,8 +16,15 @@ def as_int(value: Any, fn: str, argument: str) -> int:
     try:
         return operator.index(value)
     except TypeError:
+        hint = (
+            " It is a traced value: shapes and sizes must be known when the function is "
+            "traced, so pass it as a static argument (jit(f, static_argnums=...) or "
+            "static_argnames=...) or compute it from shapes (x.shape[0])."
+            if isinstance(value, Tracer)
+            else ""
+        )
         raise SpmdTypeError(
-            f"{fn}: {argument} must be an integer, got {value!r} ({type(value).__name__})."
+            f"{fn}: {argument} must be an integer, got {value!r} ({type(value).__name__})." + hint
         ) from None
 
 

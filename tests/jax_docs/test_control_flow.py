@@ -116,6 +116,13 @@ def test_value_dependent_shape_works_eagerly():
     np.testing.assert_array_equal(example_fun(5, 4), np.full(5, 4.0))
 
 
+def test_value_dependent_shape_fails_under_jit():
+    bad_example_jit = jit(example_fun)
+    # this will fail:
+    error = raised(lambda: bad_example_jit(10, 4))
+    assert "static" in str(error).lower() or "concrete" in str(error).lower(), str(error)
+
+
 def test_static_argnames_recompiles_for_each_length():
     # static_argnames tells JAX to recompile on changes at these argument positions:
     good_example_jit = jit(example_fun, static_argnames="length")
