@@ -16,6 +16,7 @@ from spmd.transforms.control_flow.partitioning import cond_sharding, lower_cond,
 from spmd.transforms.control_flow.programs import (
     batch_program,
     close,
+    cotangent_as,
     differentiable,
     jvp_program,
     run_program,
@@ -65,7 +66,11 @@ def _transpose(cts, index, *operands, branches):
     linear = [i for i, x in enumerate(operands) if isinstance(x, UndefinedPrimal)]
     residual = [i for i in range(len(operands)) if i not in linear]
     bodies = [_transposed(b, linear, residual) for b in branches]
-    found = bind_cond(index, [operands[i] for i in residual] + list(cts), bodies)
+    cts = [
+        ct if ct is None else cotangent_as(ct, aval)
+        for ct, aval in zip(cts, branches[0].out_avals, strict=True)
+    ]
+    found = bind_cond(index, [operands[i] for i in residual] + cts, bodies)
     return [None, *at_linear(linear, found, len(operands))]
 
 
@@ -81,7 +86,9 @@ def _transposed(branch: Program, linear: list[int], residual: list[int]) -> Prog
     def fn(*args):
         found = transpose(split, args[: len(residual)], args[len(residual) :])
         return [
-            ct if ct is not None else zeros(branch.invars[i].aval.strong())
+            cotangent_as(ct, branch.invars[i].aval)
+            if ct is not None
+            else zeros(branch.invars[i].aval.strong())
             for i, ct in zip(linear, found, strict=True)
         ]
 

@@ -15,6 +15,7 @@ from spmd.core.batching import BatchTrace
 from spmd.core.program import Literal, Program, Var
 from spmd.core.trace import ProgramTrace, Tracer, aval_of, current_trace, tracing
 from spmd.errors import SpmdError
+from spmd.prims.collective import sum_where_varying
 from spmd.prims.derivatives import batch_to_front, moveaxis
 from spmd.transforms.typeof import VaryingTypes
 
@@ -85,6 +86,14 @@ def run_program(program: Program, args: Sequence[Any]) -> list:
         out = eqn.primitive.bind(*map(read, eqn.inputs), **eqn.params)
         env.update(zip(eqn.outputs, out if eqn.primitive.multiple_results else [out], strict=True))
     return [read(a) for a in program.outvars]
+
+
+def cotangent_as(ct: Any, aval: ShapedArray) -> Any:
+    """``ct`` typed as its primal ``aval``: summed over the mesh axes it varies over and the
+    primal does not (such a cotangent holds each device's part of the total). A transposed
+    body types its cotangents as its primals, so they must arrive, and leave, that way."""
+    extra = tuple(sorted(operand_aval(ct).vma - aval.vma))
+    return sum_where_varying(ct, extra) if extra else ct
 
 
 def tangent_aval(aval: ShapedArray) -> ShapedArray:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from spmd.core.ad import UndefinedPrimal, add_cotangents, transpose, zeros
 from spmd.core.program import Program, Var
-from spmd.transforms.control_flow.programs import split, trace_program
+from spmd.transforms.control_flow.programs import cotangent_as, split, trace_program
 
 
 def scan_transpose(cts, operands, bind_scan, *, body, num_consts, num_carry, length, reverse):
@@ -62,7 +62,7 @@ def scan_transpose(cts, operands, bind_scan, *, body, num_consts, num_carry, len
         c_res, acc, ct_carry, s_res, ct_ys = split(args, nr, na, nl, len(stacked_res))
         found = transpose(linear_program, [*c_res, *s_res], [*ct_carry, *ct_ys])
         found = [
-            ct if ct is not None else zeros(v.aval.strong())
+            cotangent_as(ct, v.aval) if ct is not None else zeros(v.aval.strong())
             for ct, v in zip(found, linear_program.invars, strict=True)
         ]
         sums = [add_cotangents(a, f) for a, f in zip(acc, found[:na], strict=True)]
@@ -71,8 +71,16 @@ def scan_transpose(cts, operands, bind_scan, *, body, num_consts, num_carry, len
     avals = [v.aval for v in const_res] + [v.aval.strong() for v in lin_const + lin_carry]
     avals += [v.aval for v in stacked_res] + [_aval(a).strong() for a in lin_outs[nl:]]
     program = trace_program(backward, avals)
-    carry_cts = [c for c, lin in zip(cts[:num_carry], carry_lin, strict=True) if lin]
-    ys_cts = [c for c, lin in zip(cts[num_carry:], ys_lin, strict=True) if lin]
+    carry_cts = [
+        cotangent_as(c, v.aval)
+        for c, v, lin in zip(cts[:num_carry], carry_vars, carry_lin, strict=True)
+        if lin
+    ]
+    ys_cts = [
+        cotangent_as(c, _aval(a))
+        for c, a, lin in zip(cts[num_carry:], ys_out, ys_lin, strict=True)
+        if lin
+    ]
     const_vals = [consts[i] for i, v in enumerate(const_vars) if v in set(const_res)]
     outs = bind_scan(
         program,

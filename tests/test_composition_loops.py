@@ -1,0 +1,305 @@
+"""More compositions (the table of tests/test_composition.py runs the rest): grad of grad
+through custom rules in a scan, Jacobians of loops with traced bounds, vmap of a while_loop
+with a batched predicate, loops holding collectives in shard_map and pmap bodies under grad
+and vmap, a fori_loop in a nested pmap, pmap of a custom_vjp function, and check_grads.
+Oracles: NumPy loops (over mesh coordinates for shard_map and pmap) and central finite
+differences in float64."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import spmd
+import spmd.numpy as snp
+from spmd import NamedSharding, P, lax
+from spmd.errors import SpmdError
+from spmd.test_util import check_grads
+from tests.test_composition import csin, ctanh, fd_gradient, fd_jacobian
+
+DEVICES = 8
+RING = [(j, (j + 1) % DEVICES) for j in range(DEVICES)]
+
+
+def _close(got, want, rtol=1e-6, atol=1e-8):
+    np.testing.assert_allclose(np.asarray(got, np.float64), want, rtol=rtol, atol=atol)
+
+
+def _mesh():
+    return spmd.make_mesh((DEVICES,), ("i",))
+
+
+def _shape_and_jaxpr(fun, *args):
+    """eval_shape equals the real result's shapes, and make_jaxpr prints."""
+    real = fun(*args)
+    shapes = spmd.eval_shape(fun, *args)
+    got = [(a.shape, np.dtype(a.dtype)) for a in spmd.tree_util.tree_leaves(shapes)]
+    want = [(a.shape, np.dtype(a.dtype)) for a in spmd.tree_util.tree_leaves(real)]
+    assert got == want
+    assert str(spmd.make_jaxpr(fun)(*args))
+    return real
+
+
+# --- grad of grad through custom rules in a scan --------------------------------------------
+
+
+def _scan_power(custom, x, steps=5):
+    def step(c, _):
+        return custom(c * x) + x, None
+
+    return lax.scan(step, x, None, length=steps)[0]
+
+
+def _np_scan_power(fun, x, steps=5):
+    c = x
+    for _ in range(steps):
+        c = fun(c * x) + x
+    return c
+
+
+@pytest.mark.parametrize("custom, plain", [(csin, np.sin), (ctanh, np.tanh)], ids=["jvp", "vjp"])
+@pytest.mark.parametrize("x", [0.3, -0.7, 1.1])
+def test_grad_of_grad_through_a_custom_rule_in_a_scan(custom, plain, x):
+    h = 1e-4
+    f = lambda v: _np_scan_power(plain, v)  # noqa: E731
+    second = (f(x + h) - 2 * f(x) + f(x - h)) / (h * h)
+    first = (f(x + 1e-6) - f(x - 1e-6)) / 2e-6
+    grad = spmd.grad(lambda v: _scan_power(custom, v))
+    _close(grad(np.float64(x)), first)
+    _close(spmd.grad(grad)(np.float64(x)), second, rtol=1e-5, atol=1e-5)
+    _close(spmd.jit(spmd.grad(grad))(np.float64(x)), second, rtol=1e-5, atol=1e-5)
+    _shape_and_jaxpr(spmd.grad(grad), np.float64(x))
+
+
+@pytest.mark.parametrize("order", [1, 2])
+def test_check_grads_of_custom_jvp_in_scan_and_of_a_fori_loop(order):
+    x = np.random.default_rng(1).normal(size=(3, 4))
+    check_grads(lambda v: _scan_power(csin, v, 3), (x,), order=order)
+    check_grads(lambda v: _scan_power(ctanh, v, 3), (x,), order=order, modes=("rev",))
+    fori = lambda v: lax.fori_loop(0, 3, lambda i, c: snp.sin(c) * v + i, v)  # noqa: E731
+    check_grads(fori, (x,), order=order)
+
+
+# --- Jacobians of loops with traced bounds, under jit with sharded inputs -------------------
+
+
+def _fori_traced(x, n):
+    return lax.fori_loop(0, n, lambda i, c: snp.sin(c) * x + c * 0.5, x)
+
+
+def _np_fori(x, n):
+    c = x
+    for _ in range(n):
+        c = np.sin(c) * x + c * 0.5
+    return c
+
+
+@pytest.mark.parametrize("n", [0, 1, 4])
+def test_jacfwd_of_a_fori_loop_with_traced_bounds_under_jit_with_sharded_inputs(n):
+    x = np.random.default_rng(n).normal(size=8)
+    sharded = spmd.device_put(x, NamedSharding(_mesh(), P("i")))
+    want = fd_jacobian(lambda v: _np_fori(v, n), x)
+    jac = spmd.jit(spmd.jacfwd(_fori_traced))
+    _close(jac(sharded, np.int32(n)), want)
+    _shape_and_jaxpr(jac, sharded, np.int32(n))
+    with pytest.raises(SpmdError, match="while"):
+        spmd.jit(spmd.jacrev(_fori_traced))(sharded, np.int32(n))
+
+
+# --- vmap of a while_loop whose predicate is batched ----------------------------------------
+
+
+def _grow(x):
+    return lax.while_loop(lambda c: snp.sum(c * c) < 50.0, lambda c: c * 1.5 + 0.25, x)
+
+
+def _np_grow(x):
+    c = x
+    while np.sum(c * c) < 50.0:
+        c = c * 1.5 + 0.25
+    return c
+
+
+def test_vmap_of_a_while_loop_with_a_batched_predicate_under_jit_with_sharded_operands():
+    xs = np.random.default_rng(2).normal(size=(8, 4)) * np.arange(1, 9)[:, None] * 0.3
+    want = np.stack([_np_grow(x) for x in xs])  # members stop after different trip counts
+    f = spmd.jit(spmd.vmap(_grow))
+    for spec in (P("i", None), P(None, None)):
+        out = f(spmd.device_put(xs, NamedSharding(_mesh(), spec)))
+        _close(out, want)
+    _shape_and_jaxpr(f, xs)
+    t = np.ones_like(xs)
+    eps = 1e-6
+    fd = np.stack(
+        [
+            (_np_grow(x + eps * u) - _np_grow(x - eps * u)) / (2 * eps)
+            for x, u in zip(xs, t, strict=True)
+        ]
+    )
+    _, tangent = spmd.jit(lambda a, b: spmd.jvp(spmd.vmap(_grow), (a,), (b,)))(xs, t)
+    _close(tangent, fd, rtol=1e-5, atol=1e-6)
+
+
+# --- loops of collectives in shard_map and pmap bodies --------------------------------------
+
+
+def _ring_block(block, steps=3):
+    def step(c, _):
+        c = lax.ppermute(c, "i", RING) * snp.sin(block) + block
+        return c, lax.psum(snp.sum(c), "i")
+
+    carry, totals = lax.scan(step, block, None, length=steps)
+    return carry * totals[-1]
+
+
+def _np_ring(x, steps=3):
+    blocks = np.split(x, DEVICES)
+    c = list(blocks)
+    for _ in range(steps):
+        c = [c[(j - 1) % DEVICES] * np.sin(blocks[j]) + blocks[j] for j in range(DEVICES)]
+        total = sum(np.sum(b) for b in c)
+    return np.concatenate([b * total for b in c])
+
+
+def _ring_loss_np(w):
+    return lambda v: float(np.sum(_np_ring(v) * w))
+
+
+def test_scan_of_ppermute_in_shard_map_under_grad_and_jit():
+    rng = np.random.default_rng(3)
+    x, w = rng.normal(size=16) * 0.5, rng.normal(size=16)
+    f = spmd.shard_map(_ring_block, mesh=_mesh(), in_specs=P("i"), out_specs=P("i"))
+    _close(f(x), _np_ring(x))
+    _close(spmd.jit(f)(x), _np_ring(x))
+    loss = lambda v: snp.sum(f(v) * w)  # noqa: E731
+    want = fd_gradient(_ring_loss_np(w), x)
+    _close(spmd.grad(loss)(x), want, rtol=1e-5, atol=1e-7)
+    sharded = spmd.device_put(x, NamedSharding(_mesh(), P("i")))
+    _close(spmd.jit(spmd.grad(loss))(sharded), want, rtol=1e-5, atol=1e-7)
+    _shape_and_jaxpr(spmd.grad(loss), x)
+
+
+def test_check_grads_of_a_ring_in_shard_map():
+    x = np.random.default_rng(4).normal(size=16) * 0.5
+    f = spmd.shard_map(_ring_block, mesh=_mesh(), in_specs=P("i"), out_specs=P("i"))
+    check_grads(f, (x,), order=2)
+
+
+def test_vmap_of_shard_map_with_a_ring_in_a_scan():
+    xs = np.random.default_rng(5).normal(size=(3, 16)) * 0.5
+    f = spmd.shard_map(_ring_block, mesh=_mesh(), in_specs=P("i"), out_specs=P("i"))
+    want = np.stack([_np_ring(x) for x in xs])
+    _close(spmd.vmap(f)(xs), want)
+    _close(spmd.jit(spmd.vmap(f))(xs), want)
+
+
+def test_fori_loop_of_ppermute_in_pmap_under_grad():
+    rng = np.random.default_rng(6)
+    x, w = rng.normal(size=(DEVICES, 2)) * 0.5, rng.normal(size=(DEVICES, 2))
+
+    def body(v):
+        step = lambda i, c: lax.ppermute(c, "i", RING) * snp.sin(v) + v  # noqa: E731
+        return lax.fori_loop(0, 3, step, v)
+
+    def np_f(x):
+        c = x.copy()
+        for _ in range(3):
+            c = np.roll(c, 1, axis=0) * np.sin(x) + x
+        return c
+
+    f = spmd.pmap(body, "i")
+    _close(f(x), np_f(x))
+    want = fd_gradient(lambda v: float(np.sum(np_f(v) * w)), x)
+    _close(spmd.grad(lambda v: snp.sum(f(v) * w))(x), want, rtol=1e-5, atol=1e-7)
+    _close(spmd.vmap(f, in_axes=1, out_axes=1)(x), np_f(x))
+    _shape_and_jaxpr(f, x)
+
+
+def test_nested_pmap_with_a_fori_loop_in_the_inner_body():
+    x = np.random.default_rng(7).normal(size=(2, 4, 3))
+
+    def inner(v):
+        step = lambda i, c: c + lax.psum(c, "cols") * 0.1 + lax.axis_index("rows") + i  # noqa: E731
+        return lax.fori_loop(0, 3, step, v)
+
+    f = spmd.pmap(spmd.pmap(inner, "cols"), "rows")
+    want = x.copy()
+    for i in range(3):
+        want = want + want.sum(1, keepdims=True) * 0.1 + np.arange(2)[:, None, None] + i
+    _close(f(x), want)
+    _close(spmd.jit(f)(x), want)
+    w = np.random.default_rng(8).normal(size=x.shape)
+
+    def np_loss(v):
+        c = v
+        for i in range(3):
+            c = c + c.sum(1, keepdims=True) * 0.1 + np.arange(2)[:, None, None] + i
+        return float(np.sum(c * w))
+
+    got = spmd.grad(lambda v: snp.sum(f(v) * w))(x)
+    _close(got, fd_gradient(np_loss, x), rtol=1e-5, atol=1e-7)
+    _shape_and_jaxpr(f, x)
+
+
+def test_pmap_of_a_custom_vjp_function():
+    rng = np.random.default_rng(9)
+    x, w = rng.normal(size=(DEVICES, 3)), rng.normal(size=(DEVICES, 3))
+    f = spmd.pmap(lambda v: ctanh(v) * lax.psum(v, "i"), "i")
+
+    def np_f(v):
+        return np.tanh(v) * v.sum(0, keepdims=True)
+
+    _close(f(x), np_f(x))
+    want = fd_gradient(lambda v: float(np.sum(np_f(v) * w)), x)
+    _close(spmd.grad(lambda v: snp.sum(f(v) * w))(x), want, rtol=1e-5, atol=1e-7)
+    _close(spmd.jit(spmd.grad(lambda v: snp.sum(f(v) * w)))(x), want, rtol=1e-5, atol=1e-7)
+    _shape_and_jaxpr(f, x)
+    check_grads(f, (x,), order=2, modes=("rev",))
+
+
+def test_grad_of_an_unvarying_cond_output_used_by_varying_values_in_shard_map():
+    # The branch's psum is the same on every device; its cotangent arrives in parts.
+    rng = np.random.default_rng(10)
+    x, w = rng.normal(size=16), rng.normal(size=16)
+
+    def block(b):
+        total = lax.psum(snp.sum(b), "i")
+        t = lax.cond(total > 0, lambda v: lax.psum(v, "i"), lambda v: lax.psum(v * 2.0, "i"), b)
+        return b * snp.sin(t)
+
+    def np_f(v):
+        blocks = np.split(v, DEVICES)
+        t = sum(blocks) * (1.0 if v.sum() > 0 else 2.0)
+        return np.concatenate([q * np.sin(t) for q in blocks])
+
+    f = spmd.shard_map(block, mesh=_mesh(), in_specs=P("i"), out_specs=P("i"))
+    for sign in (1.0, -1.0):
+        v = x - x.mean() + sign
+        _close(f(v), np_f(v))
+        want = fd_gradient(lambda u: float(np.sum(np_f(u) * w)), v)
+        _close(spmd.grad(lambda u: snp.sum(f(u) * w))(v), want, rtol=1e-5, atol=1e-7)
+        _close(spmd.jit(spmd.grad(lambda u: snp.sum(f(u) * w)))(v), want, rtol=1e-5, atol=1e-7)
+
+
+def test_grad_of_an_unvarying_scan_carry_used_by_varying_values_in_shard_map():
+    rng = np.random.default_rng(11)
+    x, w = rng.normal(size=16) * 0.3, rng.normal(size=16)
+
+    def block(b):
+        s = lax.psum(b, "i")
+        c = lax.scan(lambda c, _: (snp.sin(c) * s, c), s, None, length=3)[0]
+        return b * c
+
+    def np_f(v):
+        blocks = np.split(v, DEVICES)
+        s = sum(blocks)
+        c = s
+        for _ in range(3):
+            c = np.sin(c) * s
+        return np.concatenate([q * c for q in blocks])
+
+    f = spmd.shard_map(block, mesh=_mesh(), in_specs=P("i"), out_specs=P("i"))
+    _close(f(x), np_f(x))
+    want = fd_gradient(lambda u: float(np.sum(np_f(u) * w)), x)
+    _close(spmd.grad(lambda u: snp.sum(f(u) * w))(x), want, rtol=1e-5, atol=1e-7)
+    check_grads(f, (x,), order=2, modes=("rev",))
