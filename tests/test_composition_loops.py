@@ -303,3 +303,60 @@ def test_grad_of_an_unvarying_scan_carry_used_by_varying_values_in_shard_map():
     want = fd_gradient(lambda u: float(np.sum(np_f(u) * w)), x)
     _close(spmd.grad(lambda u: snp.sum(f(u) * w))(x), want, rtol=1e-5, atol=1e-7)
     check_grads(f, (x,), order=2, modes=("rev",))
+
+
+# --- custom rules holding collectives, in loops in shard_map bodies --------------------------
+
+
+@spmd.custom_jvp
+def _total(v):
+    return lax.psum(v, "i")
+
+
+@_total.defjvp
+def _total_jvp(primals, tangents):
+    return _total(primals[0]), lax.psum(tangents[0], "i")
+
+
+@spmd.custom_vjp
+def _total_vjp(v):
+    return lax.psum(v, "i")
+
+
+_total_vjp.defvjp(lambda v: (lax.psum(v, "i"), None), lambda _, g: (lax.pvary(g, "i"),))
+
+
+def _np_mix(v, steps=2):
+    blocks = np.split(v, DEVICES)
+    for _ in range(steps):
+        total = sum(blocks)
+        blocks = [np.sin(b) * 0.5 + total * 0.1 for b in blocks]
+    return np.concatenate(blocks)
+
+
+@pytest.mark.parametrize("total", [_total, _total_vjp], ids=["custom_jvp", "custom_vjp"])
+@pytest.mark.parametrize("in_scan", [False, True])
+def test_a_custom_rule_holding_a_psum_in_a_shard_map_body(total, in_scan):
+    rng = np.random.default_rng(12)
+    x, w = rng.normal(size=16), rng.normal(size=16)
+
+    def step(c):
+        return snp.sin(c) * 0.5 + total(c) * 0.1
+
+    def block(b):
+        if in_scan:
+            return lax.scan(lambda c, _: (step(c), None), b, None, length=2)[0]
+        return step(step(b))
+
+    f = spmd.shard_map(block, mesh=_mesh(), in_specs=P("i"), out_specs=P("i"))
+    _close(f(x), _np_mix(x))  # eager: runs compiled, the call's psum a step of the body
+    _close(spmd.jit(f)(x), _np_mix(x))
+    want = fd_gradient(lambda v: float(np.sum(_np_mix(v) * w)), x)
+    loss = lambda v: snp.sum(f(v) * w)  # noqa: E731
+    _close(spmd.grad(loss)(x), want, rtol=1e-5, atol=1e-7)
+    _close(spmd.jit(spmd.grad(loss))(x), want, rtol=1e-5, atol=1e-7)
+    _shape_and_jaxpr(spmd.grad(loss), x)
+    if total is _total:
+        t = rng.normal(size=16)
+        fd = (_np_mix(x + 1e-6 * t) - _np_mix(x - 1e-6 * t)) / 2e-6
+        _close(spmd.jvp(f, (x,), (t,))[1], fd, rtol=1e-5, atol=1e-7)

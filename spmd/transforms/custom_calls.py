@@ -11,7 +11,8 @@ and run again under jvp, vmap, shard_map and loop bodies.
 
 Each call's ``call`` parameter is the function's Program, with the values it closed over as
 its first operands; the partitioner inlines it (spmd/core/inline.py); inside shard_map
-bodies each device runs it on its blocks (``impl``).
+bodies each device runs it on its blocks (``impl``), or, where it holds collectives, its
+equations are emitted in place (``per_device``; an eager shard_map then runs compiled).
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ from spmd.core.varying import program_varying
 from spmd.errors import SpmdTypeError
 from spmd.prims.derivatives import bind, moveaxis
 from spmd.transforms.bodies import run_program
+from spmd.transforms.control_flow.partitioning import lower_call, refuse_collectives
+from spmd.transforms.control_flow.programs import cotangent_as, operand_aval
 from spmd.transforms.vmap import vmap
 
 
@@ -67,10 +70,16 @@ def _vjp_call_transpose(cotangents, *operands, call, rule, name):
     )
 
 
+def _call_impl(xp, *args, call, name, **params):
+    refuse_collectives([call], name)
+    return eval_program(call, [], args, xp)
+
+
 def _common_rules(**rules) -> Rules:
     return Rules(
         shape=lambda *avals, call, **params: [v.aval for v in call.outvars],
-        impl=lambda xp, *args, call, **params: eval_program(call, [], args, xp),
+        impl=_call_impl,
+        per_device=lower_call,
         varying=lambda eqn, operands: program_varying(eqn.params["call"], operands),
         inline=lambda params: params["call"],
         **rules,
@@ -162,6 +171,7 @@ def _vjp_call_jvp(primals, primal_out, tangents, *, call, rule, name):
         res_tree=res_tree,
         num_res=len(residuals),
         out_avals=tuple(aval_of(o).strong() for o in outs),
+        out_vma=tuple(operand_aval(o).vma for o in outs),
         name=name,
     )
 
@@ -251,8 +261,14 @@ def _lin_forward(*args, name, **params):
     raise forward_mode_error(name)
 
 
-def _lin_transpose(cotangents, *operands, rule, res_tree, num_res, out_avals, name):
-    found = rule.bwd(list(operands[:num_res]), res_tree, list(cotangents))
+def _lin_transpose(cotangents, *operands, rule, res_tree, num_res, out_avals, out_vma, name):
+    # bwd is written for cotangents typed as the outputs (JAX's): one that varies where its
+    # output does not holds each device's part, and is summed first.
+    cotangents = [
+        ct if ct is None else cotangent_as(ct, aval.varying(vma))
+        for ct, aval, vma in zip(cotangents, out_avals, out_vma, strict=True)
+    ]
+    found = rule.bwd(list(operands[:num_res]), res_tree, cotangents)
     return [None] * num_res + list(found)
 
 

@@ -254,6 +254,16 @@ def lower_cond(lowering: Lowering, eqn, inputs: list[Held], uneven: bool = False
     return [Held(v) for v in outputs]
 
 
+def lower_call(lowering: Lowering, eqn, inputs: list[Held], uneven: bool = False) -> Lowered:
+    """A call of a traced function (custom_jvp, custom_vjp) whose body holds collectives:
+    its equations are emitted in place, as the partitioner inlines it under jit."""
+    call = eqn.params["call"]
+    if not _needs_lowering([call]):
+        return None
+    _check_even(uneven, eqn.params.get("name", eqn.primitive.name))
+    return lowering.run([call], (0,) * lowering.count, inputs)
+
+
 def refuse_collectives(programs, who: str) -> None:
     """A loop run whole on each device's values (its impl) cannot run collectives: only
     jit lowers its body step by step."""
@@ -288,7 +298,7 @@ def _needs_lowering(programs: list[Program]) -> bool:
             rules = eqn.primitive.rules
             if rules.collective is not None or eqn.primitive.name in ("axis_index", "pvary"):
                 return True
-            if rules.per_device is not None and eqn.primitive.name not in _LOOPS:
+            if rules.per_device is not None and rules.per_device not in _BODY_HOLDERS:
                 return True
             for value in eqn.params.values():
                 nested = value if isinstance(value, tuple) else (value,)
@@ -297,7 +307,8 @@ def _needs_lowering(programs: list[Program]) -> bool:
     return False
 
 
-_LOOPS = ("while", "scan", "cond")
+# Equations lowered per device only for what their bodies hold (read below them).
+_BODY_HOLDERS = (lower_while, lower_scan, lower_cond, lower_call)
 
 
 def _check_even(uneven: bool, who: str) -> None:
