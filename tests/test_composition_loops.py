@@ -360,3 +360,67 @@ def test_a_custom_rule_holding_a_psum_in_a_shard_map_body(total, in_scan):
         t = rng.normal(size=16)
         fd = (_np_mix(x + 1e-6 * t) - _np_mix(x - 1e-6 * t)) / 2e-6
         _close(spmd.jvp(f, (x,), (t,))[1], fd, rtol=1e-5, atol=1e-7)
+
+
+# --- an unvarying result both returned whole and used by varying values ---------------------
+
+
+def _shared_plain(b):
+    return lax.psum(snp.sin(b), "i")
+
+
+def _shared_scan(b):
+    step = lambda c, _: (c * 0.5 + lax.psum(snp.sin(b), "i"), c)  # noqa: E731
+    return lax.scan(step, lax.psum(b, "i"), None, length=2)[0]
+
+
+def _shared_cond(b):
+    total = lax.psum(snp.sum(b), "i")
+    return lax.cond(total > 0, lambda v: lax.psum(v, "i") * 2.0, _shared_plain, b)
+
+
+def _np_shared(kind, v):
+    blocks = np.split(v, DEVICES)
+    sines = sum(np.sin(q) for q in blocks)
+    if kind == "plain":
+        return sines
+    if kind == "scan":
+        c = sum(blocks)
+        for _ in range(2):
+            c = c * 0.5 + sines
+        return c
+    return 2 * sum(blocks) if v.sum() > 0 else sines
+
+
+@pytest.mark.parametrize(
+    "kind, shared", [("plain", _shared_plain), ("scan", _shared_scan), ("cond", _shared_cond)]
+)
+def test_grad_of_an_unvarying_value_returned_whole_and_used_per_device(kind, shared):
+    # Its cotangent is the whole one from the P() output plus each device's part from b * c.
+    rng = np.random.default_rng(13)
+    x, w, w2 = rng.normal(size=16) * 0.5, rng.normal(size=16), rng.normal(size=2)
+
+    def block(b):
+        c = shared(b)
+        return b * c, c
+
+    f = spmd.shard_map(block, mesh=_mesh(), in_specs=P("i"), out_specs=(P("i"), P()))
+
+    def np_loss(v):
+        c = _np_shared(kind, v)
+        return float(np.sum(np.concatenate([q * c for q in np.split(v, DEVICES)]) * w) + c @ w2)
+
+    def loss(v):
+        out, c = f(v)
+        return snp.sum(out * w) + snp.sum(c * w2)
+
+    for v in (x - x.mean() + 0.5, x - x.mean() - 0.5):
+        want = fd_gradient(np_loss, v)
+        _close(spmd.grad(loss)(v), want, rtol=1e-5, atol=1e-7)
+        _close(spmd.jit(spmd.grad(loss))(v), want, rtol=1e-5, atol=1e-7)
+        _close(
+            spmd.grad(lambda u: snp.sum(f(u)[1] * w2))(v),
+            fd_gradient(lambda u: float(_np_shared(kind, u) @ w2), v),
+            rtol=1e-5,
+            atol=1e-7,
+        )

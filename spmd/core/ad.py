@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from spmd.core.aval import ShapedArray
+from spmd.core.axis_env import group_size
 from spmd.core.primitive import Primitive, primitive_named
 from spmd.core.program import Literal, Program, Var
 from spmd.core.trace import ProgramTrace, Trace, Tracer, aval_of, current_trace, tracing
@@ -158,7 +159,7 @@ def transpose(program: Program, consts: Sequence[Any], cotangents: Sequence[Any 
     cts: dict[Var, Any] = {}
     for var, ct in zip(program.outvars, cotangents, strict=True):
         if isinstance(var, Var) and var in linear and ct is not None:
-            cts[var] = add_cotangents(cts.get(var), ct)
+            _accumulate(cts, var, ct)
     for eqn in reversed(backward):
         outs = [cts.pop(v, None) for v in eqn.outputs]
         if all(ct is None for ct in outs):
@@ -181,8 +182,36 @@ def transpose(program: Program, consts: Sequence[Any], cotangents: Sequence[Any 
             in_cts = rule(outs[0], *operands, **eqn.params)
         for atom, ct in zip(eqn.inputs, in_cts, strict=True):
             if ct is not None and isinstance(atom, Var) and atom in linear:
-                cts[atom] = add_cotangents(cts.get(atom), ct)
+                _accumulate(cts, atom, ct)
     return [cts.get(v) for v in program.invars]
+
+
+def _accumulate(cts: dict, var: Var, ct: Any) -> None:
+    """Add ``ct`` to ``var``'s cotangent. Inside shard_map bodies a cotangent that varies
+    over an axis its (unvarying) primal does not holds each device's part of the total
+    (psum's transpose sums it), while an unvarying one is the total itself: before two such
+    are added, the parts are summed."""
+    old = cts.get(var)
+    if old is not None and _vma(old) != _vma(ct) and _typed(old) and _typed(ct):
+        old, ct = _summed_to(old, var.aval.vma), _summed_to(ct, var.aval.vma)
+    cts[var] = add_cotangents(old, ct)
+
+
+def _vma(x: Any) -> frozenset[str]:
+    return x._vma() if isinstance(x, Tracer) else frozenset()
+
+
+def _typed(x: Any) -> bool:
+    """Whether ``x``'s type records how it varies, as a traced body's values (and so its
+    program's variables) do; an eager shard_map body's keep it beside their type."""
+    return not isinstance(x, Tracer) or x.aval.vma == x._vma()
+
+
+def _summed_to(ct: Any, vma: frozenset[str]) -> Any:
+    extra = tuple(sorted(_vma(ct) - vma))
+    if not extra:
+        return ct
+    return primitive_named("psum").bind(ct, axes=extra, size=group_size(extra), op="sum")
 
 
 def _operand(atom: Any, linear: set, env: dict) -> Any:
