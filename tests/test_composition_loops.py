@@ -424,3 +424,52 @@ def test_grad_of_an_unvarying_value_returned_whole_and_used_per_device(kind, sha
             rtol=1e-5,
             atol=1e-7,
         )
+
+
+# --- transformations inside an eager shard_map body, around a loop of collectives -----------
+
+
+def _ring_sines(v, steps=2):
+    """Each device's sin(previous device's carry) * its own block, per row of v."""
+    out = []
+    for row in np.atleast_2d(v):
+        blocks = np.split(row, DEVICES)
+        c = list(blocks)
+        for _ in range(steps):
+            c = [np.sin(c[(j - 1) % DEVICES]) * blocks[j] for j in range(DEVICES)]
+        out.append(np.concatenate(c))
+    return np.stack(out).reshape(np.shape(v))
+
+
+def _ring_scan(r):
+    step = lambda c, _: (lax.ppermute(snp.sin(c), "i", RING) * r, None)  # noqa: E731
+    return lax.scan(step, r, None, length=2)[0]
+
+
+def test_vmap_grad_and_jvp_inside_an_eager_shard_map_body_of_a_ring_scan():
+    rng = np.random.default_rng(14)
+    xs, x = rng.normal(size=(3, 16)), rng.normal(size=16)
+    mesh = _mesh()
+    batched = spmd.shard_map(
+        lambda b: spmd.vmap(_ring_scan)(b), mesh=mesh, in_specs=P(None, "i"), out_specs=P(None, "i")
+    )
+    _close(batched(xs), _ring_sines(xs))
+    _close(spmd.jit(batched)(xs), _ring_sines(xs))
+
+    def grad_body(b):  # each device's gradient of the sum of every device's loss
+        return spmd.grad(lambda r: snp.sum(_ring_scan(r)))(b)
+
+    want = fd_gradient(lambda v: float(np.sum(_ring_sines(v))), x)
+    grads = spmd.shard_map(grad_body, mesh=mesh, in_specs=P("i"), out_specs=P("i"))
+    _close(grads(x), want, rtol=1e-5, atol=1e-7)
+    _close(spmd.jit(grads)(x), want, rtol=1e-5, atol=1e-7)
+
+    t = rng.normal(size=16)
+    fd = (_ring_sines(x + 1e-6 * t) - _ring_sines(x - 1e-6 * t)) / 2e-6
+    tangents = spmd.shard_map(
+        lambda b, u: spmd.jvp(_ring_scan, (b,), (u,))[1],
+        mesh=mesh,
+        in_specs=(P("i"), P("i")),
+        out_specs=P("i"),
+    )
+    _close(tangents(x, t), fd, rtol=1e-5, atol=1e-7)

@@ -73,7 +73,10 @@ class JVPTracer(Tracer):
     """A primal value and its tangent, while a function is differentiated."""
 
     def __init__(self, trace: JVPTrace, primal: Any, tangent: Any) -> None:
-        super().__init__(trace, Var(aval_of(primal)))
+        aval = aval_of(primal)
+        if isinstance(primal, Tracer) and primal._vma() != aval.vma:
+            aval = aval.varying(primal._vma())  # an eager shard_map body's value
+        super().__init__(trace, Var(aval))
         self.primal = primal
         self.tangent = tangent
 
