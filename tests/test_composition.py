@@ -16,6 +16,7 @@ import spmd
 import spmd.numpy as snp
 from spmd import NamedSharding, P, lax
 from spmd.errors import SpmdError
+from tests.composition_helpers import csin, ctanh, fd_gradient, fd_hessian, fd_jacobian
 
 SHAPE = (4, 8)  # (steps, features): loops run over the rows, the features are sharded
 
@@ -26,79 +27,6 @@ def _rng(name: str) -> np.random.Generator:
 
 def _close(got, want, rtol=1e-7, atol=1e-9):
     np.testing.assert_allclose(np.asarray(got, np.float64), want, rtol=rtol, atol=atol)
-
-
-def fd_gradient(f: Callable, x: np.ndarray, eps: float = 1e-6) -> np.ndarray:
-    """Central differences of a scalar function of one float64 array."""
-    x = np.asarray(x, np.float64)
-    out = np.zeros(x.size)
-    for i in range(x.size):
-        step = np.zeros(x.size)
-        step[i] = eps
-        step = step.reshape(x.shape)
-        out[i] = (float(f(x + step)) - float(f(x - step))) / (2 * eps)
-    return out.reshape(x.shape)
-
-
-def fd_jacobian(f: Callable, x: np.ndarray, eps: float = 1e-6) -> np.ndarray:
-    """Central differences: shape f(x).shape + x.shape."""
-    x = np.asarray(x, np.float64)
-    cols = []
-    for i in range(x.size):
-        step = np.zeros(x.size)
-        step[i] = eps
-        step = step.reshape(x.shape)
-        cols.append((np.asarray(f(x + step)) - np.asarray(f(x - step))) / (2 * eps))
-    out = np.stack(cols, axis=-1)
-    return out.reshape(out.shape[:-1] + x.shape)
-
-
-def fd_hessian(f: Callable, x: np.ndarray, eps: float = 1e-4) -> np.ndarray:
-    """Second central differences of a scalar function."""
-    x = np.asarray(x, np.float64)
-    n = x.size
-    unit = np.eye(n).reshape((n, *x.shape)) * eps
-    out = np.zeros((n, n))
-    for i in range(n):
-        for j in range(n):
-            out[i, j] = (
-                f(x + unit[i] + unit[j])
-                - f(x + unit[i] - unit[j])
-                - f(x - unit[i] + unit[j])
-                + f(x - unit[i] - unit[j])
-            ) / (4 * eps * eps)
-    return out.reshape(x.shape + x.shape)
-
-
-# --- custom rules (each correct, so finite differences check that it is the one used) -------
-
-
-@spmd.custom_jvp
-def csin(x):
-    return snp.sin(x)
-
-
-@csin.defjvp
-def _csin_jvp(primals, tangents):
-    (x,), (t,) = primals, tangents
-    return csin(x), snp.cos(x) * t
-
-
-@spmd.custom_vjp
-def ctanh(x):
-    return snp.tanh(x)
-
-
-def _ctanh_fwd(x):
-    y = snp.tanh(x)
-    return y, y
-
-
-def _ctanh_bwd(y, g):
-    return (g * (1 - y * y),)
-
-
-ctanh.defvjp(_ctanh_fwd, _ctanh_bwd)
 
 
 # --- the table: each spmd function (T, N) -> (N,) with its NumPy oracle -----------------------
