@@ -162,7 +162,7 @@ def transpose(program: Program, consts: Sequence[Any], cotangents: Sequence[Any 
     cts: dict[Var, Any] = {}
     for var, ct in zip(program.outvars, cotangents, strict=True):
         if isinstance(var, Var) and var in linear and ct is not None:
-            _accumulate(cts, var, ct)
+            _accumulate(cts, var, _varying_as(ct, var.aval.vma))
     for eqn in reversed(backward):
         outs = [cts.pop(v, None) for v in eqn.outputs]
         if all(ct is None for ct in outs):
@@ -208,6 +208,15 @@ def _typed(x: Any) -> bool:
     """Whether ``x``'s type records how it varies, as a traced body's values (and so its
     program's variables) do; an eager shard_map body's keep it beside their type."""
     return not isinstance(x, Tracer) or x.aval.vma == x._vma()
+
+
+def _varying_as(ct: Any, vma: frozenset[str]) -> Any:
+    """A cotangent given for a varying output (grad's seed of ones, say) typed as varying:
+    each device's is its own part, where an unvarying one would be taken as the total."""
+    missing = tuple(sorted(vma - _vma(ct)))
+    if not missing or not _typed(ct):
+        return ct
+    return primitive_named("pvary").bind(ct, axes=missing)
 
 
 def _summed_to(ct: Any, vma: frozenset[str]) -> Any:
