@@ -8,7 +8,6 @@ from spmd.core.ad import UndefinedPrimal, transpose, zeros
 from spmd.core.interpret import eval_program
 from spmd.core.primitive import Primitive, Rules
 from spmd.core.program import Program
-from spmd.core.trace import aval_of
 from spmd.core.varying import program_varying
 from spmd.prims.derivatives import batch_size, bind
 from spmd.transforms.bodies import at_linear
@@ -20,6 +19,7 @@ from spmd.transforms.control_flow.programs import (
     differentiable,
     jvp_program,
     run_program,
+    select_members,
     to_front,
     trace_program,
 )
@@ -115,14 +115,8 @@ def _batch(args, dims, *, branches):
             results = outs
             continue
         chosen = bind("equal", index, k)
-        results = [_select(chosen, o, r) for o, r in zip(outs, results, strict=True)]
+        results = [select_members(chosen, o, r) for o, r in zip(outs, results, strict=True)]
     return results, [0] * count
-
-
-def _select(chosen, on_true, on_false):
-    ndim = aval_of(on_true).ndim
-    shaped = bind("reshape", chosen, new_sizes=(aval_of(chosen).shape[0],) + (1,) * (ndim - 1))
-    return bind("where", shaped, on_true, on_false)
 
 
 cond_p = Primitive(

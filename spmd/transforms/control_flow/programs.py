@@ -16,7 +16,7 @@ from spmd.core.program import Literal, Program, Var
 from spmd.core.trace import ProgramTrace, Tracer, aval_of, current_trace, tracing
 from spmd.errors import SpmdError
 from spmd.prims.collective import sum_where_varying
-from spmd.prims.derivatives import batch_to_front, moveaxis
+from spmd.prims.derivatives import batch_to_front, bind, moveaxis
 from spmd.transforms.typeof import VaryingTypes
 
 
@@ -198,3 +198,11 @@ def split(seq: Sequence[Any], *counts: int) -> list[list]:
 class CollectiveInBodyError(SpmdError):
     """A loop or branch whose body holds collectives, run whole on each device's values (an
     eager shard_map's blocks), where only its compiled steps can meet the other devices."""
+
+
+def select_members(chosen, on_true, on_false):
+    """Per batch member (the leading dimension), ``on_true`` where ``chosen`` holds, else
+    ``on_false``: the batched form of a predicate that differs between members."""
+    ndim = aval_of(on_true).ndim
+    shaped = bind("reshape", chosen, new_sizes=(aval_of(chosen).shape[0],) + (1,) * (ndim - 1))
+    return bind("where", shaped, on_true, on_false)

@@ -7,7 +7,6 @@ from __future__ import annotations
 from spmd.core.interpret import eval_program
 from spmd.core.primitive import Primitive, Rules
 from spmd.core.program import Program, Var
-from spmd.core.trace import aval_of
 from spmd.core.varying import program_varying
 from spmd.errors import SpmdTypeError
 from spmd.prims.derivatives import batch_size, batch_to_front, bind
@@ -22,6 +21,7 @@ from spmd.transforms.control_flow.programs import (
     differentiable,
     jvp_program,
     run_program,
+    select_members,
     split,
     to_front,
     trace_program,
@@ -165,7 +165,7 @@ def _batch(args, dims, *, cond_program, body_program, cond_nconsts, body_nconsts
         c_consts, b_consts, carry = split(xs, nc, nb)
         (pred,) = _run(cond, [*c_consts, *carry])
         new = _run(body, [*b_consts, *carry])
-        return [_keep(pred, n, c) for n, c in zip(new, carry, strict=True)]
+        return [select_members(pred, n, c) for n, c in zip(new, carry, strict=True)]
 
     carry_avals = [v.aval for v in body.invars[len(body.invars) - len(init) :]]
     c_avals = [v.aval for v in cond.invars[:nc]]
@@ -186,12 +186,6 @@ def _batch(args, dims, *, cond_program, body_program, cond_nconsts, body_nconsts
 
 def _run(program, args):
     return run_program(program, list(args))
-
-
-def _keep(pred, new, old):
-    ndim = aval_of(new).ndim
-    shaped = bind("reshape", pred, new_sizes=(aval_of(pred).shape[0],) + (1,) * (ndim - 1))
-    return bind("where", shaped, new, old)
 
 
 while_p = Primitive(
