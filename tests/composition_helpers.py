@@ -83,3 +83,26 @@ def _ctanh_bwd(y, g):
 
 
 ctanh.defvjp(_ctanh_fwd, _ctanh_bwd)
+
+
+DEVICES = 8
+RING = [(j, (j + 1) % DEVICES) for j in range(DEVICES)]
+
+
+def close(got, want, rtol=1e-6, atol=1e-8):
+    np.testing.assert_allclose(np.asarray(got, np.float64), want, rtol=rtol, atol=atol)
+
+
+def mesh_of_devices():
+    return spmd.make_mesh((DEVICES,), ("i",))
+
+
+def shape_and_jaxpr(fun, *args):
+    """eval_shape equals the real result's shapes, and make_jaxpr prints."""
+    real = fun(*args)
+    shapes = spmd.eval_shape(fun, *args)
+    got = [(a.shape, np.dtype(a.dtype)) for a in spmd.tree_util.tree_leaves(shapes)]
+    want = [(a.shape, np.dtype(a.dtype)) for a in spmd.tree_util.tree_leaves(real)]
+    assert got == want
+    assert str(spmd.make_jaxpr(fun)(*args))
+    return real

@@ -13,30 +13,14 @@ import spmd
 import spmd.numpy as snp
 from spmd import NamedSharding, P, lax
 from spmd.test_util import check_grads
-from tests.composition_helpers import fd_gradient
-
-DEVICES = 8
-RING = [(j, (j + 1) % DEVICES) for j in range(DEVICES)]
-
-
-def _close(got, want, rtol=1e-6, atol=1e-8):
-    np.testing.assert_allclose(np.asarray(got, np.float64), want, rtol=rtol, atol=atol)
-
-
-def _mesh():
-    return spmd.make_mesh((DEVICES,), ("i",))
-
-
-def _shape_and_jaxpr(fun, *args):
-    """eval_shape equals the real result's shapes, and make_jaxpr prints."""
-    real = fun(*args)
-    shapes = spmd.eval_shape(fun, *args)
-    got = [(a.shape, np.dtype(a.dtype)) for a in spmd.tree_util.tree_leaves(shapes)]
-    want = [(a.shape, np.dtype(a.dtype)) for a in spmd.tree_util.tree_leaves(real)]
-    assert got == want
-    assert str(spmd.make_jaxpr(fun)(*args))
-    return real
-
+from tests.composition_helpers import (
+    DEVICES,
+    RING,
+    fd_gradient,
+)
+from tests.composition_helpers import close as _close
+from tests.composition_helpers import mesh_of_devices as _mesh
+from tests.composition_helpers import shape_and_jaxpr as _shape_and_jaxpr
 
 # --- loops of collectives in shard_map and pmap bodies --------------------------------------
 
