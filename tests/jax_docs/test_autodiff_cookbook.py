@@ -14,6 +14,7 @@ about correctness.
 # ruff: noqa: E731, F811, UP032, RUF005, RUF059
 
 import numpy as np
+import pytest
 
 import spmd.numpy as jnp
 from spmd import grad, jit, random, vmap
@@ -180,6 +181,25 @@ def test_checking_against_numerical_differences():
     expected = numerical_gradient(lambda w: numpy_loss(w, b), W) @ direction
     close(W_grad_numerical, expected, 1e-3)
     close(jnp.vdot(grad(loss)(W, b), unitvec), expected)
+
+
+def test_check_grads_up_to_second_order():
+    _, _, _, loss, W, b = logistic_regression()
+
+    from spmd.test_util import check_grads
+
+    check_grads(loss, (W, b), order=2)  # check up to 2nd order derivatives
+
+    # check_grads must be able to fail: a wrong derivative rule is caught.
+    from spmd import custom_jvp
+
+    @custom_jvp
+    def wrong_sin(x):
+        return jnp.sin(x)
+
+    wrong_sin.defjvps(lambda t, ans, x: 2.0 * jnp.cos(x) * t)
+    with pytest.raises(AssertionError):
+        check_grads(wrong_sin, (0.5,), order=1)
 
 
 def test_hessian_vector_product_by_grad_of_grad():
