@@ -214,11 +214,16 @@ def compile_program(program: Program, xp=np) -> Callable[..., list]:
     """``program`` as one straight-line Python function ``run(*consts, *args) -> outputs``.
 
     The same evaluation as ``eval_program``, without its per-equation bookkeeping: each
-    equation becomes one call (``implementation``: NumPy's ufuncs directly), and values live
-    in local variables.
+    equation becomes one call (``implementation``: NumPy's ufuncs directly), values live in
+    local variables, each is deleted at its last use, and on NumPy an elementwise equation
+    writes into an operand that dies there (``buffer_reuse``).
     """
     names: dict = {}
     scope: dict[str, Any] = {"xp": xp}
+    last_use, reuse = buffer_reuse(program)
+    if xp is not np:
+        reuse = {}  # ``out=`` is NumPy's
+    kept = {a for a in program.outvars if isinstance(a, Var)}
 
     def name_of(atom) -> str:
         if isinstance(atom, Literal):
@@ -231,20 +236,54 @@ def compile_program(program: Program, xp=np) -> Callable[..., list]:
         names[var] = f"v{len(names)}"
     lines = [f"def run({', '.join(names.values())}):"]
     for i, eqn in enumerate(program.equations):
-        fn = implementation(eqn.primitive.rules, xp, params=bool(eqn.params))
+        into = reuse.get(i)
+        fn = implementation(
+            eqn.primitive.rules, xp, params=bool(eqn.params), out=into is not None
+        )
         given = isinstance(fn, functools.partial)  # impl(xp, ...): pass xp, not a partial
         scope[f"impl{i}"] = fn.func if given else fn
         scope[f"params{i}"] = eqn.params
-        for var in eqn.outputs:
-            names[var] = f"v{len(names)}"
         args = [*(["xp"] if given else []), *(name_of(a) for a in eqn.inputs)]
         args += [f"**params{i}"] if eqn.params else []
+        args += [f"out={name_of(eqn.inputs[into])}"] if into is not None else []
+        for var in eqn.outputs:
+            names[var] = f"v{len(names)}"
         call = f"impl{i}({', '.join(args)})"
         outs = ", ".join(names[v] for v in eqn.outputs)
         if eqn.primitive.multiple_results:
             lines.append(f"    ({outs},) = {call}")
         else:
             lines.append(f"    {outs} = {call}")
+        dying = {
+            a: None
+            for a in (*eqn.inputs, *eqn.outputs)
+            if isinstance(a, Var) and a not in kept and last_use.get(a, -1) <= i
+        }
+        if dying:
+            lines.append(f"    del {', '.join(names[v] for v in dying)}")
     lines.append(f"    return [{', '.join(name_of(a) for a in program.outvars)}]")
     exec(compile("\n".join(lines), f"<spmd program {id(program):x}>", "exec"), scope)
     return scope["run"]
+
+
+_COMPILED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # Program → {xp: run}
+
+
+def compiled(program: Program, xp=np) -> Callable[..., list]:
+    """``compile_program(program, xp)``, made once: for a program that runs many times (a
+    loop's body). A library without a kernel for some step is reported as ``eval_program``
+    reports it, naming the primitive."""
+    per_namespace = _COMPILED.setdefault(program, {})
+    run = per_namespace.get(xp)
+    if run is None:
+        fast = compile_program(program, xp)
+
+        def run(*values):
+            try:
+                return fast(*values)
+            except NotImplementedError:
+                n = len(program.constvars)
+                return eval_program(program, values[:n], values[n:], xp)
+
+        per_namespace[xp] = run
+    return run

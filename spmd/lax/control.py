@@ -19,6 +19,7 @@ from spmd.core.axes import as_int
 from spmd.core.trace import Tracer, aval_of
 from spmd.errors import ShapeError, SpmdTypeError
 from spmd.lax.control_checks import check_carry, joined_outputs
+from spmd.lax.unroll import join_blocks, split_blocks, unroll_factor, unrolled
 from spmd.numpy.shaping import concatenate, reshape
 from spmd.prims.control import stop_gradient_p
 from spmd.prims.elementwise import where_p
@@ -184,9 +185,18 @@ def scan(
     unroll: int | bool = 1,
 ) -> tuple[Any, Any]:
     """``carry, y = f(carry, x)`` over the leading axis of ``xs``; returns the final carry
-    and the ``y``s stacked. Example: ``scan(lambda c, x: (c + x, c), 0.0, xs)``."""
+    and the ``y``s stacked. ``unroll=k`` runs ``k`` steps per trip through the loop (same
+    results). Example: ``scan(lambda c, x: (c + x, c), 0.0, xs)``."""
     xs_leaves, xs_tree = tree_flatten(xs)
     n = _length(xs_leaves, length)
+    k = unroll_factor(unroll, n)
+    if k > 1:
+        blocks, left = split_blocks(xs, n, k, bool(reverse))
+        carry, ys = scan(unrolled(f, k, bool(reverse)), init, blocks, n // k, reverse)
+        ys_left = None
+        if n % k:
+            carry, ys_left = scan(f, carry, left, n % k, reverse)
+        return carry, join_blocks(ys, ys_left, bool(reverse))
     slices = []
     for x in xs_leaves:
         a = operand_aval(x)
@@ -247,6 +257,12 @@ def fori_loop(
         return tree_unflatten(tree_structure(val), check_carry(val, new, "fori_loop", "loop value"))
 
     if not _static(lower) or not _static(upper):
+        if unroll is not None and unroll is not False and unroll != 1:
+            raise SpmdTypeError(
+                f"fori_loop: unroll={unroll!r} needs static bounds (Python or NumPy ints), "
+                f"since it unrolls a scan; with traced bounds the loop is a while_loop. Drop "
+                f"unroll, or make the bounds static."
+            )
 
         def step(carry):
             i, stop, val = carry
@@ -268,7 +284,9 @@ def fori_loop(
             i_seen = i
         return (i + 1, body(i_seen, val)), ()
 
-    (_, result), _ = scan(scan_step, (start, init_val), None, length=max(stop - start, 0))
+    (_, result), _ = scan(
+        scan_step, (start, init_val), None, length=max(stop - start, 0), unroll=unroll or 1
+    )
     return result
 
 

@@ -79,16 +79,17 @@ def _einsum_shape(*avals: ShapedArray, subscripts: str) -> ShapedArray:
 @dataclass(frozen=True)
 class _Plan:
     """How to contract two operands with one matmul: each operand's diagonal/sum subscripts
-    (None: none), its transpose and its (batch, rows, columns) shape; the product's shape
-    and the transpose that gives the output order (None: the identity)."""
+    (None: none), its transpose and its ([batch,] rows, columns) shape (None: as it is);
+    the product's shape (None: as matmul gives it) and the transpose that gives the output
+    order (None: the identity)."""
 
     reduce_x: str | None
     reduce_y: str | None
     order_x: tuple[int, ...] | None
     order_y: tuple[int, ...] | None
-    grouped_x: tuple[int, ...]
-    grouped_y: tuple[int, ...]
-    product: tuple[int, ...]
+    grouped_x: tuple[int, ...] | None
+    grouped_y: tuple[int, ...] | None
+    product: tuple[int, ...] | None
     order_out: tuple[int, ...] | None
 
 
@@ -110,11 +111,20 @@ def _plan(subscripts: str, shape_x: tuple[int, ...], shape_y: tuple[int, ...]) -
         perm = tuple(labels.index(c) for group in groups for c in group)
         return None if perm == tuple(range(len(perm))) else perm
 
-    def grouped(groups: list[list[str]]) -> tuple[int, ...]:
-        return tuple(math.prod(size[c] for c in group) for group in groups)
+    def matmul_shape(groups: list[list[str]]) -> tuple[int, ...]:
+        """An operand or the product as matmul has it: batch (where there is one), rows,
+        columns."""
+        return tuple(
+            math.prod(size[c] for c in group) for group in groups if group is not batch or batch
+        )
+
+    def grouped(groups: list[list[str]]) -> tuple[int, ...] | None:
+        shape = matmul_shape(groups)
+        return None if shape == tuple(size[c] for group in groups for c in group) else shape
 
     labels = batch + free_x + free_y
     out_order = tuple(labels.index(c) for c in output)
+    product = tuple(size[c] for c in labels)
     return _Plan(
         reduce_x=None if kx == lx else f"{lx}->{kx}",
         reduce_y=None if ky == ly else f"{ly}->{ky}",
@@ -122,7 +132,7 @@ def _plan(subscripts: str, shape_x: tuple[int, ...], shape_y: tuple[int, ...]) -
         order_y=order(ky, [batch, contracted, free_y]),
         grouped_x=grouped([batch, free_x, contracted]),
         grouped_y=grouped([batch, contracted, free_y]),
-        product=tuple(size[c] for c in labels),
+        product=None if matmul_shape([batch, free_x, free_y]) == product else product,
         order_out=None if out_order == tuple(range(len(out_order))) else out_order,
     )
 
@@ -152,9 +162,13 @@ def _einsum_impl(xp, *arrays, subscripts: str):
         x = transpose(x, plan.order_x)
     if plan.order_y is not None:
         y = transpose(y, plan.order_y)
-    x, y = xp.reshape(x, plan.grouped_x), xp.reshape(y, plan.grouped_y)
+    if plan.grouped_x is not None:
+        x = xp.reshape(x, plan.grouped_x)
+    if plan.grouped_y is not None:
+        y = xp.reshape(y, plan.grouped_y)
     product = np.matmul(x, y) if numpy else namespace.matmul(xp, x, y)
-    product = xp.reshape(product, plan.product)
+    if plan.product is not None:
+        product = xp.reshape(product, plan.product)
     return product if plan.order_out is None else transpose(product, plan.order_out)
 
 

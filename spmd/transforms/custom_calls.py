@@ -21,7 +21,7 @@ import dataclasses
 from collections.abc import Sequence
 
 from spmd.core.ad import UndefinedPrimal, transpose, zeros
-from spmd.core.interpret import eval_program
+from spmd.core.interpret import compiled
 from spmd.core.primitive import Primitive, Rules
 from spmd.core.program import Program
 from spmd.core.trace import ProgramTrace, aval_of, tracing
@@ -72,7 +72,7 @@ def _vjp_call_transpose(cotangents, *operands, call, rule, name):
 
 def _call_impl(xp, *args, call, name, **params):
     refuse_collectives([call], name)
-    return eval_program(call, [], args, xp)
+    return compiled(call, xp)(*args)
 
 
 def _common_rules(**rules) -> Rules:

@@ -5,7 +5,7 @@ inputs (the values the branches capture, then the arguments)."""
 from __future__ import annotations
 
 from spmd.core.ad import UndefinedPrimal, transpose, zeros
-from spmd.core.interpret import eval_program
+from spmd.core.interpret import compiled
 from spmd.core.primitive import Primitive, Rules
 from spmd.core.program import Program
 from spmd.core.varying import program_varying
@@ -38,7 +38,7 @@ def _shape(index, *avals, branches):
 def _impl(xp, index, *operands, branches):
     refuse_collectives(branches, "cond")
     chosen = min(max(int(index), 0), len(branches) - 1)
-    return eval_program(branches[chosen], [], operands, xp)
+    return compiled(branches[chosen], xp)(*operands)
 
 
 def _varying(eqn, operands):

@@ -10,7 +10,7 @@ import dataclasses
 import numpy as np
 
 from spmd.core.ad import zeros
-from spmd.core.interpret import eval_program
+from spmd.core.interpret import compiled
 from spmd.core.primitive import Primitive, Rules
 from spmd.core.program import Program
 from spmd.core.varying import program_varying
@@ -57,8 +57,9 @@ def _impl(xp, *args, body, num_consts, num_carry, length, reverse):
     refuse_collectives([body], "scan")
     consts, carry, xs = split(args, num_consts, num_carry)
     stacked: list[list] = [[] for _ in body.outvars[num_carry:]]
+    run_body = compiled(body, xp)
     for i in reversed(range(length)) if reverse else range(length):
-        outs = eval_program(body, [], [*consts, *carry, *(x[i, ...] for x in xs)], xp)
+        outs = run_body(*consts, *carry, *(x[i, ...] for x in xs))
         carry = outs[:num_carry]
         for ys, y in zip(stacked, outs[num_carry:], strict=True):
             ys.append(y)

@@ -4,7 +4,7 @@ the body's, then the carry."""
 
 from __future__ import annotations
 
-from spmd.core.interpret import eval_program
+from spmd.core.interpret import compiled
 from spmd.core.primitive import Primitive, Rules
 from spmd.core.program import Program, Var
 from spmd.core.varying import program_varying
@@ -52,8 +52,9 @@ def _shape(*avals, cond_program, body_program, cond_nconsts, body_nconsts):
 def _impl(xp, *args, cond_program, body_program, cond_nconsts, body_nconsts):
     refuse_collectives([cond_program, body_program], "while_loop")
     cond_consts, body_consts, carry = _parts(args, cond_nconsts, body_nconsts)
-    while bool(eval_program(cond_program, [], [*cond_consts, *carry], xp)[0]):
-        carry = eval_program(body_program, [], [*body_consts, *carry], xp)
+    run_cond, run_body = compiled(cond_program, xp), compiled(body_program, xp)
+    while bool(run_cond(*cond_consts, *carry)[0]):
+        carry = run_body(*body_consts, *carry)
     return carry
 
 
