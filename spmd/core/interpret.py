@@ -237,9 +237,7 @@ def compile_program(program: Program, xp=np) -> Callable[..., list]:
     lines = [f"def run({', '.join(names.values())}):"]
     for i, eqn in enumerate(program.equations):
         into = reuse.get(i)
-        fn = implementation(
-            eqn.primitive.rules, xp, params=bool(eqn.params), out=into is not None
-        )
+        fn = implementation(eqn.primitive.rules, xp, params=bool(eqn.params), out=into is not None)
         given = isinstance(fn, functools.partial)  # impl(xp, ...): pass xp, not a partial
         scope[f"impl{i}"] = fn.func if given else fn
         scope[f"params{i}"] = eqn.params
