@@ -16,7 +16,7 @@ import spmd
 import spmd.numpy as snp
 from spmd import NamedSharding, P
 from spmd.config import config
-from spmd.runtime import cores
+from spmd.runtime import cores, segments
 from spmd.sharding import device
 
 
@@ -74,15 +74,20 @@ def test_blas_calls_never_oversubscribe_the_cores(simulated_cores, name, devices
     args = [spmd.device_put(v, NamedSharding(mesh, s)) for v, s in zip(data, specs, strict=True)]
     jitted = spmd.jit(lambda *a: fn(snp, *a))
     jitted(*args)  # compiled outside the watch
-    events = []
-    with cores.watch_blas(lambda *event: events.append(event)):
-        result = jitted(*args)
-    np.testing.assert_allclose(np.asarray(result), fn(np, *data), rtol=1e-12, atol=1e-12)
-    threads = _replay(events, cores_count)
-    contractions = 2 if name.startswith("two") else 1
-    assert len(threads) == contractions * devices, "every device runs every contraction"
+    # A program that runs again is timed both ways (spmd/runtime/segments.py): on the pool,
+    # and inline (one device after another, each call on every core).
+    schedules = set()
+    for _ in range(2):
+        events = []
+        with cores.watch_blas(lambda *e, found=events: found.append(e)):
+            result = jitted(*args)
+        np.testing.assert_allclose(np.asarray(result), fn(np, *data), rtol=1e-12, atol=1e-12)
+        threads = _replay(events, cores_count)
+        contractions = 2 if name.startswith("two") else 1
+        assert len(threads) == contractions * devices, "every device runs every contraction"
+        schedules.add(frozenset(threads))
     one_at_a_time = cores_count == 1 or cores_count >= 2 * devices
-    assert set(threads) == {cores_count if one_at_a_time else 1}
+    assert schedules == {frozenset({cores_count if one_at_a_time else 1}), frozenset({cores_count})}
 
 
 def test_small_contractions_run_inline_with_every_core(simulated_cores):
@@ -147,3 +152,27 @@ def test_jitted_chain_frees_each_value_at_its_last_use(name):
     jit_peak = _peak_above_start(lambda: jitted(xs))
     assert jit_peak <= 1.5 * numpy_peak, (jit_peak, numpy_peak)
     assert jit_peak <= eager_peak, (jit_peak, eager_peak)
+
+
+@pytest.mark.parametrize("inline_faster", [True, False])
+def test_a_segment_that_runs_again_keeps_the_faster_way(simulated_cores, inline_faster):
+    simulated_cores(2)
+    mesh = spmd.make_mesh((8,), ("x",))
+    rng = np.random.default_rng(3)
+    data = [rng.standard_normal(s) for s in ((1024, 256), (256, 128), (128,))]
+    specs = (P("x", None), P(), P())
+    args = [spmd.device_put(v, NamedSharding(mesh, s)) for v, s in zip(data, specs, strict=True)]
+    jitted = spmd.jit(lambda *a: _layer(snp, *a))
+    segments._TIMINGS.clear()
+    for _ in range(segments.TRIES):
+        jitted(*args)
+    timings = list(segments._TIMINGS.values())
+    assert timings and all(t.tries == segments.TRIES for t in timings)
+    for t in timings:
+        t.inline, t.pooled = (1.0, 2.0) if inline_faster else (2.0, 1.0)
+    for _ in range(2):
+        events = []
+        with cores.watch_blas(lambda *e, found=events: found.append(e)):
+            result = jitted(*args)
+        np.testing.assert_allclose(np.asarray(result), _layer(np, *data), rtol=1e-12, atol=1e-12)
+        assert set(_replay(events, 2)) == ({2} if inline_faster else {1})

@@ -3,8 +3,10 @@ last uses and Compute calls, and runs of consecutive Compute steps run side by s
 
 Runs of consecutive per-device equations run as one task per device on the thread pool
 (NumPy and BLAS release the GIL), inline when the blocks are small; contractions share BLAS
-threads so that devices do not oversubscribe the cores (spmd/runtime/cores.py). Each
-device's values are dropped after their last use, inside such runs too.
+threads so that devices do not oversubscribe the cores (spmd/runtime/cores.py). A run that
+goes on running (a loop body's, a cached program's) is timed both ways on its first runs
+and then keeps the faster: whether hand-offs pay depends on the cores free. Each device's
+values are dropped after their last use, inside such runs too.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
+import time
 import weakref
 from dataclasses import dataclass
 from typing import Any
@@ -140,10 +143,24 @@ def _constant(value: Any):
     return lambda env, position: value
 
 
+@dataclass
+class _Timings:
+    """The best time of a run of steps each way: on the pool, and inline."""
+
+    pooled: float = math.inf
+    inline: float = math.inf
+    tries: int = 0
+
+
+TRIES = 4  # runs of a segment, alternating the two ways, before it keeps the faster
+_TIMINGS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # first Compute → _Timings
+
+
 def run_segment(segment: list[tuple[Compute, Any]], env: dict, positions: tuple[int, ...]) -> None:
     """Run consecutive per-device equations for this process's devices: one task per
-    device on the thread pool when there is enough data, inline otherwise. Contractions
-    share the cores as spmd/runtime/cores.py says."""
+    device on the thread pool when there is enough data, inline otherwise (or as timing
+    its first runs showed faster). Contractions share the cores as spmd/runtime/cores.py
+    says."""
     if not segment or not positions:
         return
     count = len(positions)
@@ -156,16 +173,42 @@ def run_segment(segment: list[tuple[Compute, Any]], env: dict, positions: tuple[
     for step, _ in segment:
         for var in step.outputs:
             env[var] = {}
+    if nbytes < INLINE_BYTES or count < 2:
+        _inline(segment, env, positions)
+        return
+    timings = _TIMINGS.get(segment[0][0])
+    if timings is None:
+        timings = _TIMINGS[segment[0][0]] = _Timings()
+    if timings.tries >= TRIES:
+        way = _inline if timings.inline < timings.pooled else _pooled
+        way(segment, env, positions)
+        return
+    pooled = timings.tries % 2 == 0
+    start = time.perf_counter()
+    (_pooled if pooled else _inline)(segment, env, positions)
+    took = time.perf_counter() - start
+    timings.tries += 1
+    if pooled:
+        timings.pooled = min(timings.pooled, took)
+    else:
+        timings.inline = min(timings.inline, took)
+
+
+def _inline(segment: list[tuple[Compute, Any]], env: dict, positions: tuple[int, ...]) -> None:
+    """The devices' steps one device after another on this thread."""
+    for position in positions:
+        _run_calls(segment, env, position)
+
+
+def _pooled(segment: list[tuple[Compute, Any]], env: dict, positions: tuple[int, ...]) -> None:
+    """The devices' steps side by side on the pool; contractions as cores.py says."""
 
     def side_by_side(steps: list) -> None:
-        parallel_map(functools.partial(_run_calls, steps, env), positions, nbytes)
+        parallel_map(functools.partial(_run_calls, steps, env), positions, INLINE_BYTES)
 
     if not any(_calls_blas(item) for item in segment):
-        side_by_side(segment)  # inline if there is too little to share out
-    elif nbytes < INLINE_BYTES:
-        for position in positions:
-            _run_calls(segment, env, position)
-    elif contractions_one_at_a_time(count):
+        side_by_side(segment)
+    elif contractions_one_at_a_time(len(positions)):
         with blas_threads(core_count()):
             for blas, run in itertools.groupby(segment, _calls_blas):
                 if not blas:
