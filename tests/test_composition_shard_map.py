@@ -323,16 +323,12 @@ def test_grad_inside_a_jitted_shard_map_body_of_a_varying_loss_holding_an_unvary
     f = spmd.shard_map(_seeded_body(zero_term), mesh=_mesh(), in_specs=P("i"), out_specs=P("i"))
     want = fd_gradient(_seeded_total(zero_term), x)
     _close(spmd.jit(f)(x), want, rtol=1e-5, atol=1e-7)
-    if not zero_term:
-        _close(f(x), want, rtol=1e-5, atol=1e-7)
+    _close(f(x), want, rtol=1e-5, atol=1e-7)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="eager shard_map bodies keep how values vary beside their types, so a seed for a "
-    "varying loss whose only path to the input is an unvarying value is taken as the total",
-)
 def test_eager_body_grad_of_a_varying_loss_whose_input_reaches_it_only_unvarying():
+    # An eager body's values hold how they vary in their types, so grad's linear program is
+    # typed as a traced body's: the seed is pvary'd and the psum's transpose sums it (8x).
     x = np.random.default_rng(15).normal(size=16)
     f = spmd.shard_map(_seeded_body(True), mesh=_mesh(), in_specs=P("i"), out_specs=P("i"))
     _close(f(x), fd_gradient(_seeded_total(True), x), rtol=1e-5, atol=1e-7)

@@ -73,10 +73,7 @@ class JVPTracer(Tracer):
     """A primal value and its tangent, while a function is differentiated."""
 
     def __init__(self, trace: JVPTrace, primal: Any, tangent: Any) -> None:
-        aval = aval_of(primal)
-        if isinstance(primal, Tracer) and primal._vma() != aval.vma:
-            aval = aval.varying(primal._vma())  # an eager shard_map body's value
-        super().__init__(trace, Var(aval))
+        super().__init__(trace, Var(aval_of(primal)))
         self.primal = primal
         self.tangent = tangent
 
@@ -195,7 +192,7 @@ def _accumulate(cts: dict, var: Var, ct: Any) -> None:
     (psum's transpose sums it), while an unvarying one is the total itself: before two such
     are added, the parts are summed."""
     old = cts.get(var)
-    if old is not None and _vma(old) != _vma(ct) and _typed(old) and _typed(ct):
+    if old is not None and _vma(old) != _vma(ct):
         old, ct = _summed_to(old, var.aval.vma), _summed_to(ct, var.aval.vma)
     cts[var] = add_cotangents(old, ct)
 
@@ -204,17 +201,11 @@ def _vma(x: Any) -> frozenset[str]:
     return x._vma() if isinstance(x, Tracer) else frozenset()
 
 
-def _typed(x: Any) -> bool:
-    """Whether ``x``'s type records how it varies, as a traced body's values (and so its
-    program's variables) do; an eager shard_map body's keep it beside their type."""
-    return not isinstance(x, Tracer) or x.aval.vma == x._vma()
-
-
 def _varying_as(ct: Any, vma: frozenset[str]) -> Any:
     """A cotangent given for a varying output (grad's seed of ones, say) typed as varying:
     each device's is its own part, where an unvarying one would be taken as the total."""
     missing = tuple(sorted(vma - _vma(ct)))
-    if not missing or not _typed(ct):
+    if not missing:
         return ct
     return primitive_named("pvary").bind(ct, axes=missing)
 

@@ -3,9 +3,9 @@
 Each value of the body is a ``BlocksTracer`` holding one block per mesh position. An
 operation applies to each block in turn; a collective hands all the blocks to the
 Communicator, exactly as the compiled per-device program's collective step does; printing a
-value shows each device's block, as JAX's eager shard_map does. Each value also carries the
-mesh axes it varies over, so shard_map's replication check (check_rep) judges the eager run
-as it judges a traced body.
+value shows each device's block, as JAX's eager shard_map does. Each value's type also holds
+the mesh axes it varies over, as a traced body's does, so shard_map's replication check
+(check_rep) and differentiation inside the body judge the eager run as a traced body.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from spmd.core.trace import (
     aval_of,
     tracing,
 )
-from spmd.core.varying import result_varying
+from spmd.core.varying import typed_results
 from spmd.prims.collective import axis_index_p
 from spmd.runtime.buffers import host_view, on_device
 from spmd.runtime.communicator import communicator_for
@@ -55,8 +55,9 @@ class BlocksTrace(Trace):
 
     def new_value(self, blocks: list, varying: Varying) -> BlocksTracer:
         first, device = blocks[0], self.devices[0]
-        aval = ShapedArray(tuple(first.shape), device.library.dtype_of(first))
-        return BlocksTracer(self, aval, blocks, varying)
+        dtype = device.library.dtype_of(first)
+        aval = ShapedArray(tuple(first.shape), dtype, vma=frozenset(varying))
+        return BlocksTracer(self, aval, blocks)
 
     def _blocks(self, x: Any) -> list:
         if isinstance(x, BlocksTracer) and x._trace is self:
@@ -81,19 +82,16 @@ class BlocksTrace(Trace):
             )
         operands = [self._blocks(a) for a in args]
         in_avals = [a.aval if isinstance(a, BlocksTracer) else aval_of(a) for a in args]
-        out = primitive.rules.shape(*in_avals, **params)
-        out_avals = list(out) if primitive.multiple_results else [out]
+        out_avals = typed_results(primitive, in_avals, params)
         if primitive.rules.collective is not None:
             results = [self._collective(primitive, operands[0], in_avals[0], params)]
         elif primitive is axis_index_p:
             results = [self._axis_index(params["axes"])]
         else:
             results = self._per_block(primitive, operands, params, len(out_avals))
-        varying = [a.varying if isinstance(a, BlocksTracer) else frozenset() for a in args]
-        out_varying = result_varying(primitive, params, varying, len(out_avals))
         tracers = [
-            BlocksTracer(self, aval, self._as_dtype(blocks, aval), v)
-            for aval, blocks, v in zip(out_avals, results, out_varying, strict=True)
+            BlocksTracer(self, aval, self._as_dtype(blocks, aval))
+            for aval, blocks in zip(out_avals, results, strict=True)
         ]
         return tracers if primitive.multiple_results else tracers[0]
 
@@ -157,10 +155,16 @@ def _as_dtype(block: Any, aval: ShapedArray, device: Device) -> Any:
 class BlocksTracer(Tracer):
     """A value of a shard_map body run eagerly: one concrete block per mesh position."""
 
-    def __init__(self, trace: BlocksTrace, aval: ShapedArray, blocks: list, varying: Varying):
+    def __init__(self, trace: BlocksTrace, aval: ShapedArray, blocks: list):
+        # ``aval`` holds how the value varies, as a traced body's value's does: grad's linear
+        # program and its transposition read it there (spmd/core/ad.py).
         super().__init__(trace, Var(aval))
         self.blocks = blocks
-        self.varying = varying
+
+    @property
+    def varying(self) -> Varying:
+        """The mesh axes along which devices may hold different blocks (JAX's vma)."""
+        return self.aval.vma
 
     def __repr__(self) -> str:
         mesh = self._trace.mesh
@@ -175,9 +179,6 @@ class BlocksTracer(Tracer):
                 f"{coords}:\n{shown}\n"
             )
         return "\n".join(entries)
-
-    def _vma(self) -> frozenset[str]:
-        return self.varying
 
     def _why_not_concrete(self) -> str:
         return (
