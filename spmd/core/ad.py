@@ -159,7 +159,7 @@ def transpose(program: Program, consts: Sequence[Any], cotangents: Sequence[Any 
     cts: dict[Var, Any] = {}
     for var, ct in zip(program.outvars, cotangents, strict=True):
         if isinstance(var, Var) and var in linear and ct is not None:
-            _accumulate(cts, var, _varying_as(ct, var.aval.vma))
+            _accumulate(cts, var, ct)
     for eqn in reversed(backward):
         outs = [cts.pop(v, None) for v in eqn.outputs]
         if all(ct is None for ct in outs):
@@ -190,7 +190,9 @@ def _accumulate(cts: dict, var: Var, ct: Any) -> None:
     """Add ``ct`` to ``var``'s cotangent. Inside shard_map bodies a cotangent that varies
     over an axis its (unvarying) primal does not holds each device's part of the total
     (psum's transpose sums it), while an unvarying one is the total itself: before two such
-    are added, the parts are summed."""
+    are added, the parts are summed. A varying primal's cotangent varies as it does, as in
+    JAX, where an unvarying value's (grad's seed, psum's transpose's) is each device's own."""
+    ct = _varying_as(ct, var.aval.vma)
     old = cts.get(var)
     if old is not None and _vma(old) != _vma(ct):
         old, ct = _summed_to(old, var.aval.vma), _summed_to(ct, var.aval.vma)
@@ -202,8 +204,9 @@ def _vma(x: Any) -> frozenset[str]:
 
 
 def _varying_as(ct: Any, vma: frozenset[str]) -> Any:
-    """A cotangent given for a varying output (grad's seed of ones, say) typed as varying:
-    each device's is its own part, where an unvarying one would be taken as the total."""
+    """A cotangent of a value varying over ``vma`` typed as varying over them (pvary moves no
+    data): each device's is its own, a part of the total where it meets an unvarying value
+    (an implicit pvary, whose transpose sums it), not the total itself."""
     missing = tuple(sorted(vma - _vma(ct)))
     if not missing:
         return ct
