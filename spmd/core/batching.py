@@ -84,9 +84,7 @@ class BatchTracer(Tracer):
     def __init__(self, trace: BatchTrace, value: Any, dim: int) -> None:
         full = aval_of(value)
         shape = full.shape[:dim] + full.shape[dim + 1 :]
-        # An eager shard_map body's value keeps how it varies beside its aval: carry it in.
-        vma = value._vma() if isinstance(value, Tracer) else full.vma
-        aval = ShapedArray(shape, full.dtype, full.weak_type, vma=vma)
+        aval = ShapedArray(shape, full.dtype, full.weak_type, vma=full.vma)
         super().__init__(trace, Var(aval))
         self.value = value
         self.dim = dim
