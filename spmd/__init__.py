@@ -61,6 +61,7 @@ from spmd.sharding.device import (
     process_index,
 )
 from spmd.transforms.autodiff import checkpoint, grad, jvp, remat, value_and_grad, vjp
+from spmd.transforms.closure_convert import closure_convert
 from spmd.transforms.custom_derivatives import custom_jvp, custom_vjp
 from spmd.transforms.eval_shape import ShapeDtypeStruct, eval_shape
 from spmd.transforms.jacobians import hessian, jacfwd, jacrev, linear_transpose, linearize
@@ -110,6 +111,7 @@ __all__ = [
     "TracerBoolConversionError",
     "UnexpectedTracerError",
     "checkpoint",
+    "closure_convert",
     "config",
     "custom_jvp",
     "custom_vjp",
