@@ -1,6 +1,7 @@
 """spmd.numpy: NumPy's array functions on spmd Arrays, eagerly or inside traced functions."""
 
 from spmd.numpy import (
+    binning,
     comparison,
     constants,
     creation,
@@ -8,13 +9,18 @@ from spmd.numpy import (
     elementwise,
     indexing,
     linalg,
+    manipulation,
     padding,
+    products,
     reductions,
+    sets,
     shaping,
     sorting,
     stacking,
+    statistics,
     updates,
 )
+from spmd.numpy.binning import *  # noqa: F403
 from spmd.numpy.comparison import *  # noqa: F403
 from spmd.numpy.constants import *  # noqa: F403
 from spmd.numpy.creation import *  # noqa: F403
@@ -22,13 +28,18 @@ from spmd.numpy.diagonals import *  # noqa: F403
 from spmd.numpy.elementwise import *  # noqa: F403
 from spmd.numpy.indexing import *  # noqa: F403
 from spmd.numpy.linalg import *  # noqa: F403
+from spmd.numpy.manipulation import *  # noqa: F403
 from spmd.numpy.padding import *  # noqa: F403
+from spmd.numpy.products import *  # noqa: F403
 from spmd.numpy.reductions import *  # noqa: F403
+from spmd.numpy.sets import *  # noqa: F403
 from spmd.numpy.shaping import *  # noqa: F403
 from spmd.numpy.sorting import *  # noqa: F403
+from spmd.numpy.statistics import *  # noqa: F403
 from spmd.numpy.updates import *  # noqa: F403
 
 __all__ = [
+    *binning.__all__,
     *comparison.__all__,
     *constants.__all__,
     *creation.__all__,
@@ -36,10 +47,14 @@ __all__ = [
     *elementwise.__all__,
     *indexing.__all__,
     *linalg.__all__,
+    *manipulation.__all__,
     *padding.__all__,
+    *products.__all__,
     *reductions.__all__,
+    *sets.__all__,
     *shaping.__all__,
     *sorting.__all__,
+    *statistics.__all__,
     *updates.__all__,
 ]
 
@@ -54,3 +69,5 @@ column_stack, dstack, hstack, vstack = (
     stacking.hstack,
     stacking.vstack,
 )
+for _module in (binning, products, sets, statistics):
+    globals().update({_name: getattr(_module, _name) for _name in _module.ATTRIBUTES})

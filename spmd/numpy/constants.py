@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from spmd.core.methods import ArrayMethods
+from spmd.numpy.namespace_info import __array_namespace_info__
 
 ndarray = ArrayMethods  # what spmd Arrays and traced values both are: isinstance, annotations
 
@@ -17,7 +18,47 @@ complex64, complex128 = np.complex64, np.complex128
 generic, number, inexact, floating = np.generic, np.number, np.inexact, np.floating
 integer, signedinteger, unsignedinteger = np.integer, np.signedinteger, np.unsignedinteger
 complexfloating = np.complexfloating
-dtype, finfo, iinfo = np.dtype, np.finfo, np.iinfo
+dtype = np.dtype
+bool = np.bool_  # the Array API's name for the boolean dtype
+isdtype = np.isdtype
+__array_api_version__ = "2023.12"
+
+
+def _dtype_of(value: object) -> object:
+    """The dtype of an array, or the dtype (or type) itself."""
+    return value if isinstance(value, type | np.dtype | str) else getattr(value, "dtype", value)
+
+
+class finfo:
+    """``numpy.finfo`` whose fields are Python numbers, as the Array API asks (bits, eps,
+    max, min, smallest_normal, dtype; NumPy's others pass through)."""
+
+    def __init__(self, type_: object) -> None:
+        info = np.finfo(_dtype_of(type_))
+        self._info, self.dtype, self.bits = info, info.dtype, int(info.bits)
+        self.eps, self.max, self.min = float(info.eps), float(info.max), float(info.min)
+        self.smallest_normal = float(info.smallest_normal)
+        self.tiny, self.resolution = float(info.tiny), float(info.resolution)
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._info, name)
+
+    def __repr__(self) -> str:
+        return repr(self._info)
+
+
+class iinfo:
+    """``numpy.iinfo`` whose fields are Python ints (bits, max, min, dtype)."""
+
+    def __init__(self, type_: object) -> None:
+        info = np.iinfo(_dtype_of(type_))
+        self._info, self.dtype, self.kind = info, info.dtype, info.kind
+        self.bits, self.max, self.min = int(info.bits), int(info.max), int(info.min)
+
+    def __repr__(self) -> str:
+        return repr(self._info)
+
+
 issubdtype, result_type, promote_types, can_cast = (
     np.issubdtype,
     np.result_type,
@@ -29,6 +70,9 @@ nan, inf, pi, e, euler_gamma = np.nan, np.inf, np.pi, np.e, np.euler_gamma
 newaxis = None
 
 __all__ = [
+    "__array_api_version__",
+    "__array_namespace_info__",
+    "bool",
     "bool_",
     "can_cast",
     "complex64",
@@ -51,6 +95,7 @@ __all__ = [
     "int32",
     "int64",
     "integer",
+    "isdtype",
     "issubdtype",
     "nan",
     "ndarray",

@@ -17,6 +17,7 @@ from spmd.errors import (
     aval_str,
 )
 from spmd.numpy.allocation import allocating
+from spmd.numpy.device_arg import takes_device
 from spmd.numpy.placement import takes_out_sharding
 from spmd.prims.creation import iota_p
 from spmd.runtime.constrain import constrain
@@ -84,6 +85,7 @@ def _block_shape(index: tuple[slice, ...], sizes: tuple[int, ...]) -> tuple[int,
     return tuple(len(range(*s.indices(n))) for s, n in zip(index, sizes, strict=True))
 
 
+@takes_device
 @takes_out_sharding
 def array(object: Any, dtype: Any = None, copy: bool = True, *, ndmin: int = 0):
     """``numpy.array`` as an spmd Array. Example: ``spmd.numpy.array([1., 2.], ndmin=2)``.
@@ -160,25 +162,37 @@ def copy(a: Any):
     return a if isinstance(a, ArrayMethods) else array(a)
 
 
+@takes_device
 @takes_out_sharding
-def asarray(a: Any, dtype: Any = None):
-    """``numpy.asarray``: an spmd Array (an Array or tracer is returned as it is)."""
+def asarray(a: Any, dtype: Any = None, order: Any = None, *, copy: bool | None = None):
+    """``numpy.asarray``: an spmd Array (an Array or tracer of that dtype is returned as it
+    is: spmd Arrays never change, so it serves as a copy too). ``copy=False`` raises where a
+    new Array has to be made (host data, another dtype), as the Array API says."""
     from spmd.core.trace import Tracer
     from spmd.runtime.array import Array
 
     if isinstance(a, (Array, Tracer)) and (dtype is None or np.dtype(dtype) == a.dtype):
         return a
+    if copy is False:
+        raise SpmdValueError(
+            f"spmd.numpy.asarray: copy=False, but a ({type(a).__name__}"
+            f"{'' if dtype is None else f', to {np.dtype(dtype)}'}) has to be copied into a new "
+            f"spmd Array; pass copy=None (copy only when needed) or copy=True."
+        )
     return _array(a, dtype, 0, "asarray", "a")
 
 
+@takes_device
 def zeros(shape: Any, dtype: Any = float, *, out_sharding: Any = None):
     return _filled("zeros", shape, 0, check_dtype(dtype), out_sharding)
 
 
+@takes_device
 def ones(shape: Any, dtype: Any = float, *, out_sharding: Any = None):
     return _filled("ones", shape, 1, check_dtype(dtype), out_sharding)
 
 
+@takes_device
 def full(shape: Any, fill_value: Any, dtype: Any = None, *, out_sharding: Any = None):
     """``numpy.full``: ``fill_value`` (a scalar, or an array that broadcasts) over ``shape``.
 
@@ -228,6 +242,7 @@ def _fill_shape(fill: str, fill_shape: tuple[int, ...], sizes: tuple[int, ...]) 
     return kept
 
 
+@takes_device
 def empty(shape: Any, dtype: Any = float, *, out_sharding: Any = None):
     return _filled("empty", shape, 0, check_dtype(dtype), out_sharding)
 
@@ -241,6 +256,7 @@ def _like(a: Any, dtype: Any, shape: Any) -> tuple[Any, np.dtype]:
     return (aval.shape if shape is None else shape), dtype
 
 
+@takes_device
 def zeros_like(a: Any, dtype: Any = None, shape: Any = None, *, out_sharding: Any = None):
     """``numpy.zeros_like``: zeros in the shape and dtype of ``a`` (or those given).
 
@@ -249,6 +265,7 @@ def zeros_like(a: Any, dtype: Any = None, shape: Any = None, *, out_sharding: An
     return _filled("zeros_like", sizes, 0, dtype, out_sharding)
 
 
+@takes_device
 def ones_like(a: Any, dtype: Any = None, shape: Any = None, *, out_sharding: Any = None):
     """``numpy.ones_like``: ones in the shape and dtype of ``a`` (or those given).
 
@@ -257,12 +274,14 @@ def ones_like(a: Any, dtype: Any = None, shape: Any = None, *, out_sharding: Any
     return _filled("ones_like", sizes, 1, dtype, out_sharding)
 
 
+@takes_device
 def empty_like(a: Any, dtype: Any = None, shape: Any = None, *, out_sharding: Any = None):
     """``numpy.empty_like``; its values are zeros, as in JAX. Example: ``empty_like(x)``."""
     sizes, dtype = _like(a, dtype, shape)
     return _filled("empty_like", sizes, 0, dtype, out_sharding)
 
 
+@takes_device
 def full_like(
     a: Any, fill_value: Any, dtype: Any = None, shape: Any = None, *, out_sharding: Any = None
 ):
@@ -272,6 +291,7 @@ def full_like(
     return full(sizes, fill_value, dtype, out_sharding=out_sharding)
 
 
+@takes_device
 @takes_out_sharding
 def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None):
     """``numpy.arange``. Example: ``spmd.numpy.arange(32)``."""
@@ -332,6 +352,7 @@ def _length(start: Any, stop: Any, step: Any) -> str:
         return "more than 2"
 
 
+@takes_device
 @takes_out_sharding
 def linspace(
     start: Any,
@@ -398,6 +419,7 @@ def _traced_linspace(start: Any, stop: Any, num: int, endpoint: bool, dtype: Any
     return values, step
 
 
+@takes_device
 @takes_out_sharding
 def eye(N: int, M: int | None = None, k: int = 0, dtype: Any = float):
     """``numpy.eye``: ones on the ``k``-th diagonal of an N × M matrix; inside a trace,

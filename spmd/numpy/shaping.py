@@ -225,11 +225,18 @@ def squeeze(a: Any, axis: int | Sequence[int] | None = None) -> Any:
     return reshape_p.bind(a, new_sizes=tuple(d for i, d in enumerate(aval.shape) if i not in axes))
 
 
+class AxisIndexError(ShapeError, IndexError):
+    """An axis out of range where NumPy raises its AxisError, an IndexError as well."""
+
+
 def expand_dims(a: Any, axis: int | Sequence[int]) -> Any:
     """``numpy.expand_dims``: insert axes of size 1. Example: ``expand_dims(x, (0, -1))``."""
     aval = aval_of(a)
     ndim = aval.ndim + len(as_ints(axis, "spmd.numpy.expand_dims", "axis"))
-    axes = normalize_axes(axis, ndim, "spmd.numpy.expand_dims", f"the result (rank {ndim})")
+    try:
+        axes = normalize_axes(axis, ndim, "spmd.numpy.expand_dims", f"the result (rank {ndim})")
+    except ShapeError as error:  # NumPy's AxisError is an IndexError too, as the Array API asks
+        raise AxisIndexError(str(error)) from None
     sizes = iter(aval.shape)
     return reshape_p.bind(a, new_sizes=tuple(1 if i in axes else next(sizes) for i in range(ndim)))
 

@@ -50,10 +50,23 @@ def _check_options(fn: str, axis: Any, kind: Any, order: Any, stable: Any) -> No
         )
 
 
-def sort(a: Any, axis: int | None = -1, kind: str | None = None, order: Any = None, *, stable=None):
+def sort(
+    a: Any,
+    axis: int | None = -1,
+    kind: str | None = None,
+    order: Any = None,
+    *,
+    stable=None,
+    descending: bool = False,
+):
     """``numpy.sort``: a sorted copy of ``a`` along ``axis`` (None: of the flattened array),
-    NaN last. Example: ``spmd.numpy.sort(x, axis=0)``."""
+    NaN last; the Array API's ``descending=True`` reverses it. Example: ``sort(x, axis=0)``."""
     _check_options("sort", axis, kind, order, stable)
+    if descending:
+        from spmd.numpy.manipulation import flip
+
+        ascending = sort(a, axis, kind, order, stable=stable)
+        return flip(ascending, -1 if axis is None else axis)
     if axis is not None:
         aval = aval_of(a)
         if aval.ndim == 0:
@@ -66,13 +79,29 @@ def sort(a: Any, axis: int | None = -1, kind: str | None = None, order: Any = No
 
 
 def argsort(
-    a: Any, axis: int | None = -1, kind: str | None = None, order: Any = None, *, stable=None
+    a: Any,
+    axis: int | None = -1,
+    kind: str | None = None,
+    order: Any = None,
+    *,
+    stable=None,
+    descending: bool = False,
 ):
     """``numpy.argsort`` with ``kind="stable"``'s order: the indices that sort ``a`` along
-    ``axis`` (None: the flattened array), equal elements in their original order.
-    Example: ``spmd.numpy.argsort(x, axis=-1)``."""
+    ``axis`` (None: the flattened array), equal elements in their original order, also with
+    the Array API's ``descending=True``. Example: ``spmd.numpy.argsort(x, axis=-1)``."""
     _check_options("argsort", axis, kind, order, stable)
-    return argsort_p.bind(a, axis=_one_axis("argsort", axis, a))
+    axis = _one_axis("argsort", axis, a)
+    if not descending:
+        return argsort_p.bind(a, axis=axis)
+    from spmd.numpy.manipulation import flip
+    from spmd.numpy.shaping import reshape
+
+    if axis is None or aval_of(a).ndim == 0:
+        a, axis = reshape(a, (-1,)), 0
+    # A stable ascending sort of the reversed array, reversed: ties keep their first order.
+    last = aval_of(a).shape[axis] - 1
+    return last - flip(argsort_p.bind(flip(a, axis), axis=axis), axis)
 
 
 __all__ = ["argsort", "sort"]

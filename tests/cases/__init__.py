@@ -17,6 +17,7 @@ from tests.cases.creation import _creation
 from tests.cases.diagonals import _diagonals
 from tests.cases.elementwise import _elementwise
 from tests.cases.indexing import _indexing, random_index
+from tests.cases.manipulation import _manipulation
 from tests.cases.nn import NUMPY_NN, _nn
 from tests.cases.reductions import _reductions
 from tests.cases.select import DISCONTINUOUS, KNOWN_BUGS, cases_for, shape_preserving
@@ -53,6 +54,7 @@ _comparison()
 _padding()
 _sorting()
 _diagonals()
+_manipulation()
 _control()
 
 __all__ = [
