@@ -233,7 +233,7 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
     big = np.asarray(info.max if posinf is None else posinf, dtype)
     small = np.asarray(info.min if neginf is None else neginf, dtype)
     x = snp.where(snp.isnan(x), np.asarray(nan, dtype), x)
-    return snp.where(snp.isposinf(x), big, snp.where(snp.isneginf(x), small, x))
+    return snp.where(x == np.inf, big, snp.where(x == -np.inf, small, x))
 
 
 def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False):
