@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -21,4 +22,9 @@ def takes_device(fn: Callable) -> Callable:
 
         return device_put(result, device)
 
+    signature = inspect.signature(fn)
+    keyword = inspect.Parameter("device", inspect.Parameter.KEYWORD_ONLY, default=None)
+    placed.__signature__ = signature.replace(  # type: ignore[attr-defined]
+        parameters=[*signature.parameters.values(), keyword]
+    )
     return placed
