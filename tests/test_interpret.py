@@ -57,3 +57,21 @@ def test_a_missing_kernel_names_the_backend():
         apply(Primitive, np, [np.zeros(2)], {}, "torch")
     with pytest.raises(SpmdTypeError, match="frob on the torch backend"):
         runner(Primitive, np, "torch")([np.zeros(2)], {})
+
+
+def test_a_compiled_program_writes_only_into_its_own_writable_results():
+    import spmd
+    import spmd.numpy as snp
+    from spmd.core.interpret import compiled
+
+    a = np.array([3.0, np.nan, 2.0])
+    f = spmd.jit(lambda v: ~snp.isnan(snp.asarray(a)) & (v > 0))  # a constant, read-only
+    np.testing.assert_array_equal(np.asarray(f(np.array([1.5, 2, -3]))), [True, False, False])
+
+    program = spmd.make_jaxpr(lambda x: snp.tanh(snp.sin(x) * 2.0))(np.ones(4))
+    run = compiled(program)
+    x = np.linspace(0, 1, 4)
+    x.flags.writeable = False
+    (out,) = run(*program.consts, x)
+    np.testing.assert_allclose(out, np.tanh(np.sin(x) * 2.0), rtol=1e-15)
+    np.testing.assert_array_equal(x, np.linspace(0, 1, 4))

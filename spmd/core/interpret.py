@@ -219,7 +219,7 @@ def compile_program(program: Program, xp=np) -> Callable[..., list]:
     writes into an operand that dies there (``buffer_reuse``).
     """
     names: dict = {}
-    scope: dict[str, Any] = {"xp": xp}
+    scope: dict[str, Any] = {"xp": xp, "writable": _writable}
     last_use, reuse = buffer_reuse(program)
     if xp is not np:
         reuse = {}  # ``out=`` is NumPy's
@@ -243,7 +243,7 @@ def compile_program(program: Program, xp=np) -> Callable[..., list]:
         scope[f"params{i}"] = eqn.params
         args = [*(["xp"] if given else []), *(name_of(a) for a in eqn.inputs)]
         args += [f"**params{i}"] if eqn.params else []
-        args += [f"out={name_of(eqn.inputs[into])}"] if into is not None else []
+        args += [f"out=writable({name_of(eqn.inputs[into])})"] if into is not None else []
         for var in eqn.outputs:
             names[var] = f"v{len(names)}"
         call = f"impl{i}({', '.join(args)})"
@@ -262,6 +262,14 @@ def compile_program(program: Program, xp=np) -> Callable[..., list]:
     lines.append(f"    return [{', '.join(name_of(a) for a in program.outvars)}]")
     exec(compile("\n".join(lines), f"<spmd program {id(program):x}>", "exec"), scope)
     return scope["run"]
+
+
+def _writable(value: Any) -> Any:
+    """``value`` if a result may be written into it (a writable NumPy array of at least one
+    dimension), else None: a program's inputs may be read-only or other arrays."""
+    if type(value) is np.ndarray and value.flags.writeable and value.ndim:
+        return value
+    return None
 
 
 _COMPILED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # Program → {xp: run}
