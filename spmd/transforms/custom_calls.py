@@ -21,6 +21,7 @@ import dataclasses
 from collections.abc import Sequence
 
 from spmd.core.ad import UndefinedPrimal, transpose, zeros
+from spmd.core.custom_rules import closed_over_error
 from spmd.core.interpret import compiled
 from spmd.core.primitive import Primitive, Rules
 from spmd.core.program import Program
@@ -149,11 +150,7 @@ def diff_tangents(rule, primals: list, tangents: list) -> list:
     values it closed over (its first ``rule.num_consts`` operands) must have none; those of
     its ``nondiff_argnums`` are not differentiated."""
     if any(t is not None for t in tangents[: rule.num_consts]):
-        raise SpmdTypeError(
-            f"{rule.name} closes over a value that is being differentiated (a traced value "
-            f"from outside the function); a custom derivative rule cannot account for it. Pass "
-            f"that value to {rule.name} as an argument instead."
-        )
+        raise closed_over_error(rule.name)
     return [
         t if t is not None else zeros(aval_of(p).strong())
         for p, t in zip(primals[rule.num_static :], tangents[rule.num_static :], strict=True)
@@ -161,10 +158,15 @@ def diff_tangents(rule, primals: list, tangents: list) -> list:
 
 
 def _vjp_call_jvp(primals, primal_out, tangents, *, call, rule, name):
-    primals = list(primals)
+    return vjp_rule_jvp(rule, name, list(primals), list(tangents))[1]
+
+
+def vjp_rule_jvp(rule, name: str, primals: list, tangents: list) -> tuple[list, list]:
+    """A custom_vjp function's outputs (``rule.fwd`` on ``primals``) and their tangents:
+    ``custom_lin`` on the residuals and ``tangents`` (None: zero), which bwd transposes."""
     outs, residuals, res_tree = rule.fwd(primals)
-    moving = diff_tangents(rule, primals, list(tangents))
-    return custom_lin_p.bind(
+    moving = diff_tangents(rule, primals, tangents)
+    return outs, custom_lin_p.bind(
         *residuals,
         *moving,
         rule=rule,

@@ -1,9 +1,12 @@
 """``custom_jvp`` and ``custom_vjp``: functions with derivative rules of their own, as in JAX.
 
-A call traces the function into a Program and binds ``custom_jvp_call`` or
-``custom_vjp_call`` (spmd/transforms/custom_calls.py) with it and the user's rule, wrapped
-here as a flat rule (``JvpRule``, ``VjpRule``) that checks what the user's function returns.
-Outside every transformation the function is simply called.
+The user's rule is wrapped here as a flat rule (``JvpRule``, ``VjpRule``) that checks what
+it returns. A call with no traced argument simply calls the function. Under a JVP trace that
+holds an argument (jvp, grad, vjp), the rule runs directly on the primals and tangents, as in
+JAX (spmd/core/custom_rules.py): the function itself runs only if the rule calls it. Under
+other traces (jit, vmap, shard_map, loop bodies) a call traces the function into a Program
+and binds ``custom_jvp_call`` or ``custom_vjp_call`` (spmd/transforms/custom_calls.py) with
+it and the rule, so that a derivative taken later still finds the rule.
 """
 
 from __future__ import annotations
@@ -13,12 +16,13 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from spmd.core.ad import zeros
-from spmd.core.trace import EVAL_TRACE, aval_of, current_trace
+from spmd.core.custom_rules import apply_rule, holds_any, home_trace
+from spmd.core.trace import Tracer, aval_of
 from spmd.errors import SpmdTypeError
 from spmd.transforms.custom_calls import custom_jvp_call_p, diff_tangents
 from spmd.transforms.custom_layout import Layout, SymbolicZero, check_like, trace_custom
 from spmd.transforms.custom_vjp import VjpRule, custom_vjp
-from spmd.tree_util import tree_map, tree_unflatten
+from spmd.tree_util import tree_flatten, tree_map, tree_unflatten
 
 
 class JvpRule:
@@ -55,6 +59,9 @@ class JvpRule:
                 f"{self.name}: its jvp rule must return a pair (primal_out, tangent_out), got "
                 f"{type(result).__name__}."
             )
+        if self.out_tree is None:  # called directly (no traced function): its own output
+            self.out_tree = tree_flatten(result[0])[1]
+            self.out_avals = [aval_of(o) for o in tree_flatten(result[0])[0]]
         outs = check_like("jvp rule's primal output", self.name, result[0], self.out_tree,
                            self.out_avals)  # fmt: skip
         out_tangents = check_like("jvp rule's tangent output", self.name, result[1],
@@ -128,9 +135,16 @@ class custom_jvp:
                 f"No JVP defined for custom_jvp function {name} using defjvp: decorate its "
                 f"rule with @{name}.defjvp (or call {name}.defjvps) before calling it."
             )
-        if current_trace() is EVAL_TRACE:
-            return self.fun(*args, **kwargs)
         layout = Layout(self.fun, args, kwargs, self.nondiff_argnums, name)
+        operands = [*layout.nondiff_arrays, *layout.diff_leaves]
+        if not any(isinstance(x, Tracer) for x in operands):
+            return self.fun(*args, **kwargs)
+        trace = home_trace(operands)
+        if holds_any(trace, operands):
+            rule = JvpRule(name, self.jvp, layout, 0, None, None, self.symbolic_zeros)
+            fill = None if self.symbolic_zeros else [True] * len(operands)
+            outs = apply_rule(trace, rule, operands, name, fill)
+            return tree_unflatten(rule.out_tree, outs)
         program, consts, out_tree = trace_custom(self.fun, layout)
         rule = JvpRule(name, self.jvp, layout, len(consts), out_tree, program.out_avals,
                        self.symbolic_zeros)  # fmt: skip

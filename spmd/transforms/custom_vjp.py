@@ -1,6 +1,8 @@
 """``custom_vjp``: a function with a reverse-mode derivative rule of its own (``defvjp(fwd,
-bwd)``), as in JAX. A call binds ``custom_vjp_call`` (spmd/transforms/custom_calls.py) with
-the function's Program and a ``VjpRule``, the user's fwd and bwd on flat operands."""
+bwd)``), as in JAX. Under a JVP trace holding an argument, fwd runs directly on the primals
+and ``custom_lin`` (which bwd transposes) on the residuals and tangents; under other traces a
+call binds ``custom_vjp_call`` (spmd/transforms/custom_calls.py) with the function's Program
+and a ``VjpRule``, the user's fwd and bwd on flat operands (see custom_derivatives.py)."""
 
 from __future__ import annotations
 
@@ -8,9 +10,10 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from spmd.core.trace import EVAL_TRACE, aval_of, current_trace
+from spmd.core.custom_rules import apply_rule, holds_any, home_trace
+from spmd.core.trace import Tracer, aval_of
 from spmd.errors import ShapeError, SpmdTypeError, SpmdValueError
-from spmd.transforms.custom_calls import custom_vjp_call_p
+from spmd.transforms.custom_calls import custom_vjp_call_p, vjp_rule_jvp
 from spmd.transforms.custom_layout import Layout, check_like, trace_custom
 from spmd.tree_util import tree_flatten, tree_unflatten
 
@@ -47,6 +50,9 @@ class VjpRule:
                 f"{self.name}: its fwd must return a pair (primal_out, residuals), got "
                 f"{type(result).__name__}."
             )
+        if self.out_tree is None:  # called directly (no traced function): its own output
+            self.out_tree = tree_flatten(result[0])[1]
+            self.out_avals = [aval_of(o) for o in tree_flatten(result[0])[0]]
         outs = check_like("fwd's primal output", self.name, result[0], self.out_tree,
                           self.out_avals)  # fmt: skip
         residuals, res_tree = tree_flatten(result[1])
@@ -121,9 +127,19 @@ class custom_vjp:
                 f"No VJP defined for custom_vjp function {name} using defvjp: call "
                 f"{name}.defvjp(fwd, bwd) before calling it."
             )
-        if current_trace() is EVAL_TRACE:
-            return self.fun(*args, **kwargs)
         layout = Layout(self.fun, args, kwargs, self.nondiff_argnums, name)
+        operands = [*layout.nondiff_arrays, *layout.diff_leaves]
+        if not any(isinstance(x, Tracer) for x in operands):
+            return self.fun(*args, **kwargs)
+        trace = home_trace(operands)
+        if holds_any(trace, operands):
+            rule = VjpRule(name, self.fwd, self.bwd, layout, 0, None, None)
+
+            def fwd_and_lin(primals: list, tangents: list) -> tuple[list, list]:
+                return vjp_rule_jvp(rule, name, primals, tangents)
+
+            outs = apply_rule(trace, fwd_and_lin, operands, name, [True] * len(operands))
+            return tree_unflatten(rule.out_tree, outs)
         program, consts, out_tree = trace_custom(self.fun, layout)
         rule = VjpRule(name, self.fwd, self.bwd, layout, len(consts), out_tree, program.out_avals)
         outs = custom_vjp_call_p.bind(
