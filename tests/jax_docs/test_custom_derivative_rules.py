@@ -510,6 +510,27 @@ def test_custom_jvp_function_without_differentiation_calls_only_f(capsys):
     close(jit(f)(3.0), np.sin(3.0))
 
 
+def test_custom_jvp_rule_runs_under_jvp(capsys):
+    f = custom_jvp_that_prints()
+    from spmd import jvp
+
+    y, y_dot = jvp(f, (3.0,), (1.0,))
+    print(y_dot)
+    lines = printed(capsys)
+    assert lines[:2] == ["called f_jvp!", "called f!"], lines
+    close(y_dot, np.cos(3.0))
+
+
+def test_custom_jvp_rule_runs_under_grad(capsys):
+    f = custom_jvp_that_prints()
+    from spmd import grad
+
+    print(grad(f)(3.0))
+    lines = printed(capsys)
+    assert lines[:2] == ["called f_jvp!", "called f!"], lines
+    close(grad(f)(3.0), np.cos(3.0))
+
+
 def test_custom_jvp_rule_under_grad_of_grad(capsys):
     f = custom_jvp_that_prints()
     from spmd import grad
@@ -518,6 +539,32 @@ def test_custom_jvp_rule_under_grad_of_grad(capsys):
     lines = printed(capsys)
     assert "called f_jvp!" in lines and "called f!" in lines, lines
     close(out, -np.sin(3.0))
+
+
+def test_custom_jvp_with_python_control_flow():
+    from spmd import custom_jvp, grad
+
+    @custom_jvp
+    def f(x):
+        if x > 0:
+            return jnp.sin(x)
+        else:
+            return jnp.cos(x)
+
+    @f.defjvp
+    def f_jvp(primals, tangents):
+        (x,) = primals
+        (x_dot,) = tangents
+        ans = f(x)
+        if x > 0:
+            return ans, 2 * x_dot
+        else:
+            return ans, 3 * x_dot
+
+    print(grad(f)(1.0))
+    print(grad(f)(-1.0))
+    close(grad(f)(1.0), 2.0)
+    close(grad(f)(-1.0), 3.0)
 
 
 # Use jax.custom_vjp to define custom reverse-mode-only rules
@@ -595,6 +642,27 @@ def test_custom_vjp_function_without_differentiation_calls_only_f(capsys):
     lines = printed(capsys)
     assert lines[0] == "called f!" and len(lines) == 2, lines
     close(float(lines[1]), np.sin(3.0), 1e-6)
+
+
+def test_custom_vjp_rules_run_under_grad(capsys):
+    f = custom_vjp_that_prints()
+    from spmd import grad
+
+    print(grad(f)(3.0))
+    lines = printed(capsys)
+    assert lines[:3] == ["called f_fwd!", "called f!", "called f_bwd!"], lines
+    close(float(lines[3]), np.cos(3.0), 1e-6)
+
+
+def test_custom_vjp_rules_run_under_vjp(capsys):
+    f = custom_vjp_that_prints()
+    from spmd import vjp
+
+    y, f_vjp = vjp(f, 3.0)
+    print(y)
+    lines = printed(capsys)
+    assert lines[:2] == ["called f_fwd!", "called f!"], lines
+    close(y, np.sin(3.0))
 
 
 def test_custom_vjp_pullback_runs_only_bwd(capsys):
