@@ -1,6 +1,7 @@
 """spmd.lax: operations below spmd.numpy: sharding constraints, collectives, dynamic slices,
-loops."""
+loops; spmd.lax.linalg: decompositions and triangular solves."""
 
+from spmd.lax import linalg
 from spmd.lax.collectives import (
     all_gather,
     all_to_all,
@@ -48,6 +49,7 @@ __all__ = [
     "dynamic_update_slice",
     "dynamic_update_slice_in_dim",
     "fori_loop",
+    "linalg",
     "map",
     "pcast",
     "pmax",

@@ -15,6 +15,7 @@ from spmd.core.trace import aval_of
 from spmd.errors import ShapeError, SpmdTypeError, shape_str
 from spmd.numpy.creation import zeros_like
 from spmd.numpy.elementwise import conjugate, multiply  # type: ignore[attr-defined]
+from spmd.numpy.linalg_decompositions import cholesky  # noqa: F401 (NumPy has no np.cholesky)
 from spmd.numpy.placement import takes_out_sharding
 from spmd.numpy.shaping import astype, reshape
 from spmd.prims.contraction import LETTERS, einsum_p
