@@ -158,12 +158,15 @@ def diff_tangents(rule, primals: list, tangents: list) -> list:
 
 
 def _vjp_call_jvp(primals, primal_out, tangents, *, call, rule, name):
-    return vjp_rule_jvp(rule, name, list(primals), list(tangents))[1]
+    # fwd runs here in the tangent trace, where the primals are constants (unvarying): the
+    # outputs' mesh axes are those of the call's outputs, computed in the parent trace.
+    return vjp_rule_jvp(rule, name, list(primals), list(tangents), primal_out)[1]
 
 
-def vjp_rule_jvp(rule, name: str, primals: list, tangents: list) -> tuple[list, list]:
+def vjp_rule_jvp(rule, name: str, primals: list, tangents: list, typed_as=None):
     """A custom_vjp function's outputs (``rule.fwd`` on ``primals``) and their tangents:
-    ``custom_lin`` on the residuals and ``tangents`` (None: zero), which bwd transposes."""
+    ``custom_lin`` on the residuals and ``tangents`` (None: zero), which bwd transposes and
+    whose cotangents are typed as the outputs (or as ``typed_as``, where given)."""
     outs, residuals, res_tree = rule.fwd(primals)
     moving = diff_tangents(rule, primals, tangents)
     return outs, custom_lin_p.bind(
@@ -173,7 +176,7 @@ def vjp_rule_jvp(rule, name: str, primals: list, tangents: list) -> tuple[list, 
         res_tree=res_tree,
         num_res=len(residuals),
         out_avals=tuple(aval_of(o).strong() for o in outs),
-        out_vma=tuple(operand_aval(o).vma for o in outs),
+        out_vma=tuple(operand_aval(o).vma for o in (outs if typed_as is None else typed_as)),
         name=name,
     )
 
