@@ -60,13 +60,14 @@ from spmd.sharding.device import (
     process_count,
     process_index,
 )
-from spmd.transforms.autodiff import checkpoint, grad, jvp, remat, value_and_grad, vjp
+from spmd.transforms.autodiff import grad, jvp, value_and_grad, vjp
 from spmd.transforms.closure_convert import closure_convert
 from spmd.transforms.custom_derivatives import custom_jvp, custom_vjp
 from spmd.transforms.eval_shape import ShapeDtypeStruct, eval_shape
 from spmd.transforms.jacobians import hessian, jacfwd, jacrev, linear_transpose, linearize
 from spmd.transforms.jit import jit, make_jaxpr
 from spmd.transforms.pmap import pmap
+from spmd.transforms.remat import checkpoint, remat
 from spmd.transforms.shard_map import shard_map, smap
 from spmd.transforms.shards import num_shards, pmap_shards, shard, stack
 from spmd.transforms.tasks import run_tasks, shard_tasks

@@ -9,8 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from spmd.core.ad import JVPTrace, JVPTracer, jvp_call, linearize, transpose, zeros
-from spmd.core.trace import Tracer, aval_of, current_trace, tracing
+from spmd.core.ad import JVPTracer, jvp_call, linearize, transpose, zeros
+from spmd.core.trace import Tracer, aval_of, current_trace
 from spmd.errors import ShapeError, SpmdTypeError
 from spmd.runtime.array import Array
 from spmd.runtime.constrain import constrain
@@ -257,44 +257,6 @@ def grad(
         return (grads, value[1]) if has_aux else grads
 
     return grad_fun
-
-
-def checkpoint(
-    fun: Callable,
-    *,
-    prevent_cse: bool = True,
-    policy: Callable | None = None,
-    static_argnums: int | Sequence[int] = (),
-) -> Callable:
-    """``fun``, differentiated by recomputing its intermediates in the backward pass instead
-    of keeping them (``jax.checkpoint`` / ``jax.remat``): only its inputs are saved.
-    ``policy`` and ``prevent_cse`` are accepted for JAX code; every intermediate is
-    recomputed. Example: ``grad(lambda w: checkpoint(layer)(w, x).sum())(w)``.
-    """
-    del prevent_cse, policy, static_argnums  # arguments pass through unchanged
-
-    def rematerialized(*args, **kwargs):
-        trace = current_trace()
-        if not isinstance(trace, JVPTrace):
-            return fun(*args, **kwargs)
-        leaves, in_tree = tree_flatten(args)
-        pairs = [trace.pair(x) for x in leaves]
-        primals = [p for p, _ in pairs]
-        store: dict = {}
-        flat = _flat(lambda *a: fun(*a, **kwargs), in_tree, False, store)
-        with tracing(trace.parent):
-            outs = flat(*primals)
-        # The tangents, computed from the inputs alone: recorded for a backward pass, the
-        # body's forward steps come along and run again there.
-        with tracing(trace.tangent_trace):
-            _, out_tangents = jvp_call(flat, primals, [t for _, t in pairs], trace.tangent_trace)
-        wrapped = [trace.wrap(o, t) for o, t in zip(outs, out_tangents, strict=True)]
-        return tree_unflatten(store["tree"], wrapped)
-
-    return rematerialized
-
-
-remat = checkpoint
 
 
 def _check_scalar(value: Any) -> None:

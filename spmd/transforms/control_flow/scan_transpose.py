@@ -3,7 +3,8 @@
 
 The body splits into its known part (equations that read no linear value) and its linear
 part. A forward scan runs the known part and stacks the residuals (the known values the
-linear part reads; those of the constants are passed whole); a reversed scan then runs the
+linear part reads; those of the constants are passed whole, and slices of known ``xs`` are
+read from ``xs`` itself); a reversed scan then runs the
 linear part's transpose on them, carrying the carry's cotangent and summing the constants'.
 """
 
@@ -37,15 +38,22 @@ def scan_transpose(cts, operands, bind_scan, *, body, num_consts, num_carry, len
 
     consts, init, xs = split(operands, num_consts, num_carry)
     known_vars = [v for v, lin in zip(body.invars, linear_in, strict=True) if not lin]
+    # A residual that is a slice of a known xs operand is read from that operand, not stacked.
+    xs_known = {
+        v: x for v, x, lin in zip(xs_vars, xs, linear_in[num_consts + num_carry :], strict=True)
+        if not lin
+    }  # fmt: skip
+    made_res = [v for v in stacked_res if v not in xs_known]
     known_program = Program(
         [],
         known_vars,
         known_eqns,
-        [a for a, lin in zip(carry_out, carry_lin, strict=True) if not lin] + stacked_res,
+        [a for a, lin in zip(carry_out, carry_lin, strict=True) if not lin] + made_res,
     )
     k_consts, k_init, k_xs = _known_parts(consts, init, xs, linear_in, num_consts, num_carry)
     forward = bind_scan(known_program, k_consts, k_init, k_xs, length, reverse)
-    residuals = forward[len(k_init) :]
+    made = iter(forward[len(k_init) :])
+    residuals = [xs_known[v] if v in xs_known else next(made) for v in stacked_res]
 
     lin_const = [v for v, lin in zip(const_vars, linear_in[:num_consts], strict=True) if lin]
     lin_carry = [v for v, lin in zip(carry_vars, carry_lin, strict=True) if lin]
