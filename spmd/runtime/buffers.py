@@ -46,3 +46,32 @@ def host_views(buffers: dict[Device, Any]) -> dict[Device, np.ndarray]:
 
 def on_devices(arrays: dict[Device, np.ndarray]) -> dict[Device, Any]:
     return {d: on_device(d, a) for d, a in arrays.items()}
+
+
+class Stacked:
+    """A loop's per-step results stacked along a new leading axis of ``length``, step by step
+    as they come: on NumPy written into one array made at the first step (a list stacked at
+    the end would hold every step twice at its peak); other libraries stack at the end."""
+
+    def __init__(self, xp, length: int, device: Device | None = None) -> None:
+        self.xp, self.length, self.device = xp, length, device
+        self.array: np.ndarray | None = None
+        self.pieces: dict[int, Any] = {}
+
+    def put(self, step: int, value: Any) -> None:
+        if self.xp is not np:
+            self.pieces[step] = value
+            return
+        if self.array is None:
+            value = np.asarray(value)
+            self.array = np.empty((self.length, *value.shape), value.dtype)
+        self.array[step] = value
+
+    def result(self, shape: tuple[int, ...], dtype) -> Any:
+        """The stacked array (``shape`` and ``dtype``: one step's, for a loop of no steps)."""
+        if self.array is not None:
+            return self.array
+        if self.pieces:
+            return self.xp.stack([self.pieces[i] for i in sorted(self.pieces)])
+        empty = np.zeros((0, *shape), dtype)
+        return on_device(self.device, empty) if self.device else self.xp.asarray(empty)

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from spmd.errors import SpmdValueError
-from spmd.runtime.buffers import host_view, on_device
+from spmd.runtime.buffers import Stacked, host_view
 from spmd.sharding.device_program import Branch, Loop
 
 
@@ -35,7 +35,11 @@ def run_loop(run, step: Loop, env: dict, speaker) -> None:
         env.update(zip(step.outputs, carry, strict=True))
         return
     consts, carry, xs = values[:first], values[first : first + second], values[first + second :]
-    ys: list[dict[int, list]] = [{p: [] for p in run.positions} for _ in step.y_blocks]
+    devices = run.mesh.devices.flat
+    ys = [
+        {p: Stacked(devices[p].library.xp, step.length, devices[p]) for p in run.positions}
+        for _ in step.y_blocks
+    ]
     order = reversed(range(step.length)) if step.reverse else range(step.length)
     for i in order:
         slices = [{p: x[p][i, ...] for p in x} for x in xs]
@@ -43,27 +47,12 @@ def run_loop(run, step: Loop, env: dict, speaker) -> None:
         carry = outs[:second]
         for found, y in zip(ys, outs[second:], strict=True):
             for p in run.positions:
-                found[p].append(y[p])
+                found[p].put(i, y[p])
     stacked = [
-        _stacked(run, found, blocks, var.aval.dtype, step.reverse)
+        {p: found[p].result(blocks[p], var.aval.dtype) for p in run.positions}
         for found, blocks, var in zip(ys, step.y_blocks, step.outputs[second:], strict=True)
     ]
     env.update(zip(step.outputs, carry + stacked, strict=True))
-
-
-def _stacked(run, found: dict[int, list], blocks: tuple, dtype, reverse: bool) -> dict:
-    """Each device's y slices stacked along a new leading axis (``blocks``: each position's
-    slice shape, for a scan of length 0)."""
-    devices = run.mesh.devices.flat
-    out = {}
-    for p, pieces in found.items():
-        if reverse:
-            pieces = pieces[::-1]
-        if pieces:
-            out[p] = devices[p].library.xp.stack(pieces)
-        else:
-            out[p] = on_device(devices[p], np.zeros((0, *blocks[p]), dtype))
-    return out
 
 
 def run_branch(run, step: Branch, env: dict, speaker) -> None:

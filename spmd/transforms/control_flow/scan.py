@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import dataclasses
 
-import numpy as np
-
 from spmd.core.ad import zeros
 from spmd.core.interpret import compiled
 from spmd.core.primitive import Primitive, Rules
@@ -16,6 +14,7 @@ from spmd.core.program import Program
 from spmd.core.varying import program_varying
 from spmd.errors import ShapeError
 from spmd.prims.derivatives import batch_size, batch_to_front, moveaxis
+from spmd.runtime.buffers import Stacked
 from spmd.transforms.control_flow.partitioning import lower_scan, refuse_collectives, scan_sharding
 from spmd.transforms.control_flow.programs import (
     batch_program,
@@ -56,19 +55,17 @@ def _shape(*avals, body, num_consts, num_carry, length, reverse):
 def _impl(xp, *args, body, num_consts, num_carry, length, reverse):
     refuse_collectives([body], "scan")
     consts, carry, xs = split(args, num_consts, num_carry)
-    stacked: list[list] = [[] for _ in body.outvars[num_carry:]]
+    stacked = [Stacked(xp, length) for _ in body.outvars[num_carry:]]
     run_body = compiled(body, xp)
     for i in reversed(range(length)) if reverse else range(length):
         outs = run_body(*consts, *carry, *(x[i, ...] for x in xs))
         carry = outs[:num_carry]
         for ys, y in zip(stacked, outs[num_carry:], strict=True):
-            ys.append(y)
-    ys = []
-    for found, a in zip(stacked, body.out_avals[num_carry:], strict=True):
-        if not found:
-            ys.append(xp.asarray(np.zeros((0, *a.shape), a.dtype)))
-            continue
-        ys.append(xp.stack(found[::-1] if reverse else found))
+            ys.put(i, y)
+    ys = [
+        found.result(a.shape, a.dtype)
+        for found, a in zip(stacked, body.out_avals[num_carry:], strict=True)
+    ]
     return [*carry, *ys]
 
 
