@@ -230,7 +230,15 @@ def test_a_rule_closing_over_a_differentiated_value_is_refused():
         f.defjvp(lambda p, t: (y, t[0]))
         return f(y)
 
-    for outer in (jvp_outer, vjp_outer, returns_it):
+    def concrete_argument(y):  # only the closure is differentiated: no rule covers it
+        @spmd.custom_jvp
+        def f(x):
+            return snp.sin(x * y)
+
+        f.defjvp(lambda p, t: (f(p[0]), 100 * t[0]))
+        return f(np.float64(1.0))
+
+    for outer in (jvp_outer, vjp_outer, returns_it, concrete_argument):
         with pytest.raises(SpmdTypeError, match=r"closes over a value that is being diff"):
             spmd.grad(outer)(np.float64(2.0))
     with pytest.raises(SpmdTypeError, match=r"closes over"):

@@ -1,7 +1,8 @@
 """``custom_jvp`` and ``custom_vjp``: functions with derivative rules of their own, as in JAX.
 
 The user's rule is wrapped here as a flat rule (``JvpRule``, ``VjpRule``) that checks what
-it returns. A call with no traced argument simply calls the function. Under a JVP trace that
+it returns. Outside every transformation (and inside a rule whose primal work runs eagerly,
+as under grad) a call simply calls the function. Under a JVP trace that
 holds an argument (jvp, grad, vjp), the rule runs directly on the primals and tangents, as in
 JAX (spmd/core/custom_rules.py): the function itself runs only if the rule calls it. Under
 other traces (jit, vmap, shard_map, loop bodies) a call traces the function into a Program
@@ -17,7 +18,7 @@ from typing import Any
 
 from spmd.core.ad import zeros
 from spmd.core.custom_rules import apply_rule, holds_any, home_trace
-from spmd.core.trace import Tracer, aval_of
+from spmd.core.trace import EVAL_TRACE, aval_of
 from spmd.errors import SpmdTypeError
 from spmd.transforms.custom_calls import custom_jvp_call_p, diff_tangents
 from spmd.transforms.custom_layout import Layout, SymbolicZero, check_like, trace_custom
@@ -137,9 +138,9 @@ class custom_jvp:
             )
         layout = Layout(self.fun, args, kwargs, self.nondiff_argnums, name)
         operands = [*layout.nondiff_arrays, *layout.diff_leaves]
-        if not any(isinstance(x, Tracer) for x in operands):
-            return self.fun(*args, **kwargs)
         trace = home_trace(operands)
+        if trace is EVAL_TRACE:
+            return self.fun(*args, **kwargs)
         if holds_any(trace, operands):
             rule = JvpRule(name, self.jvp, layout, 0, None, None, self.symbolic_zeros)
             fill = None if self.symbolic_zeros else [True] * len(operands)

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from spmd.core.custom_rules import apply_rule, holds_any, home_trace
-from spmd.core.trace import Tracer, aval_of
+from spmd.core.trace import EVAL_TRACE, aval_of
 from spmd.errors import ShapeError, SpmdTypeError, SpmdValueError
 from spmd.transforms.custom_calls import custom_vjp_call_p, vjp_rule_jvp
 from spmd.transforms.custom_layout import Layout, check_like, trace_custom
@@ -129,9 +129,9 @@ class custom_vjp:
             )
         layout = Layout(self.fun, args, kwargs, self.nondiff_argnums, name)
         operands = [*layout.nondiff_arrays, *layout.diff_leaves]
-        if not any(isinstance(x, Tracer) for x in operands):
-            return self.fun(*args, **kwargs)
         trace = home_trace(operands)
+        if trace is EVAL_TRACE:
+            return self.fun(*args, **kwargs)
         if holds_any(trace, operands):
             rule = VjpRule(name, self.fwd, self.bwd, layout, 0, None, None)
 
