@@ -2,12 +2,12 @@
 
 The user's rule is wrapped here as a flat rule (``JvpRule``, ``VjpRule``) that checks what
 it returns. Outside every transformation (and inside a rule whose primal work runs eagerly,
-as under grad) a call simply calls the function. Under a JVP trace that
-holds an argument (jvp, grad, vjp), the rule runs directly on the primals and tangents, as in
-JAX (spmd/core/custom_rules.py): the function itself runs only if the rule calls it. Under
-other traces (jit, vmap, shard_map, loop bodies) a call traces the function into a Program
-and binds ``custom_jvp_call`` or ``custom_vjp_call`` (spmd/transforms/custom_calls.py) with
-it and the rule, so that a derivative taken later still finds the rule.
+as under grad) a call simply calls the function. Under a JVP trace that holds an argument
+(jvp, grad, vjp), the rule runs directly on the primals and tangents, as in JAX
+(spmd/core/custom_rules.py): the function itself runs only if the rule calls it. Under other
+traces (jit, vmap, shard_map, loop bodies) a call traces the function into a Program and
+binds ``custom_jvp_call`` or ``custom_vjp_call`` (spmd/transforms/custom_calls.py) with it
+and the rule, so that a derivative taken later still finds the rule.
 """
 
 from __future__ import annotations
