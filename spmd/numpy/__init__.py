@@ -7,6 +7,7 @@ from spmd.numpy import (
     creation,
     diagonals,
     elementwise,
+    fft,  # noqa: F401  (spmd.numpy.fft, NumPy's fft module: an attribute, not in __all__)
     indexing,
     linalg,
     manipulation,
