@@ -35,6 +35,7 @@ from spmd.lax.slicing import (
     dynamic_update_slice,
     dynamic_update_slice_in_dim,
 )
+from spmd.lax.special import digamma, erf, erf_inv, erfc, lgamma, polygamma
 
 __all__ = [
     "all_gather",
@@ -42,19 +43,25 @@ __all__ = [
     "axis_index",
     "axis_size",
     "cond",
+    "digamma",
     "dynamic_index_in_dim",
     "dynamic_slice",
     "dynamic_slice_in_dim",
     "dynamic_update_index_in_dim",
     "dynamic_update_slice",
     "dynamic_update_slice_in_dim",
+    "erf",
+    "erf_inv",
+    "erfc",
     "fori_loop",
+    "lgamma",
     "linalg",
     "map",
     "pcast",
     "pmax",
     "pmean",
     "pmin",
+    "polygamma",
     "ppermute",
     "psum",
     "psum_scatter",

@@ -17,10 +17,12 @@ import spmd.numpy as snp
 from spmd.core.aval import check_dtype
 from spmd.core.axes import normalize_axes, normalize_axis
 from spmd.core.trace import aval_of
-from spmd.errors import SpmdTypeError
+from spmd.errors import ShapeError, SpmdTypeError
 from spmd.prims.elementwise import logistic_p
 
-__all__ = ["gelu", "log_softmax", "logsumexp", "one_hot", "relu", "sigmoid", "softmax"]
+__all__ = ["elu", "gelu", "glu", "leaky_relu", "log_sigmoid", "log_softmax", "logsumexp",
+           "one_hot", "relu", "sigmoid", "silu", "softmax", "softplus", "standardize",
+           "swish"]  # fmt: skip
 
 Axis = int | Sequence[int] | None
 
@@ -186,3 +188,74 @@ def one_hot(x: Any, num_classes: int, dtype: Any = np.float32, axis: int = -1) -
     axis = normalize_axis(axis, ndim, "spmd.nn.one_hot", f"the result (rank {ndim})")
     classes = np.arange(num_classes).reshape([num_classes if d == axis else 1 for d in range(ndim)])
     return snp.astype(snp.equal(snp.expand_dims(x, axis), classes), dtype)
+
+
+def silu(x: Any) -> Any:
+    """The sigmoid linear unit (swish) ``x * sigmoid(x)``. Example: ``spmd.nn.silu(x)``."""
+    x = _inexact(x)
+    return x * sigmoid(x)
+
+
+swish = silu
+
+
+def softplus(x: Any) -> Any:
+    """``log(1 + exp(x))``, as ``log1p(exp(-|x|)) + max(x, 0)`` (no overflow for large x)."""
+    x = _inexact(x)
+    return snp.log1p(snp.exp(-snp.abs(x))) + snp.maximum(x, 0)
+
+
+def log_sigmoid(x: Any) -> Any:
+    """``log(sigmoid(x))``, as ``-softplus(-x)``. Example: ``spmd.nn.log_sigmoid(logits)``."""
+    return -softplus(-_inexact(x))
+
+
+def elu(x: Any, alpha: Any = 1.0) -> Any:
+    """``x`` where positive, ``alpha * (exp(x) - 1)`` elsewhere. Example: ``elu(x, 0.5)``."""
+    x = _inexact(x)
+    positive = x > 0
+    return snp.where(positive, x, alpha * snp.expm1(snp.where(positive, 0, x)))
+
+
+def leaky_relu(x: Any, negative_slope: Any = 1e-2) -> Any:
+    """``x`` where ``x >= 0``, ``negative_slope * x`` elsewhere. Example:
+    ``leaky_relu(x, negative_slope=0.2)``."""
+    x = _inexact(x)
+    return snp.where(x >= 0, x, negative_slope * x)
+
+
+def glu(x: Any, axis: int = -1) -> Any:
+    """The gated linear unit: ``x`` split in two halves along ``axis``, ``a * sigmoid(b)``.
+
+    Example: ``spmd.nn.glu(x)`` turns f32[n, 2k] into f32[n, k]; ``axis`` must have an even size.
+    """
+    aval = aval_of(x)
+    axis = normalize_axis(axis, aval.ndim, "spmd.nn.glu", str(aval))
+    size = aval.shape[axis]
+    if size % 2:
+        raise ShapeError(
+            f"spmd.nn.glu: axis={axis} of {aval} has odd size {size}; glu splits it into two "
+            f"equal halves (value and gate), so give it an even size."
+        )
+    x = _inexact(x)
+    first, second = snp.split(x, 2, axis=axis)
+    return first * sigmoid(second)
+
+
+def standardize(
+    x: Any,
+    axis: Axis = -1,
+    mean: Any = None,
+    variance: Any = None,
+    epsilon: Any = 1e-5,
+) -> Any:
+    """``(x - mean) / sqrt(variance + epsilon)`` over ``axis``, as jax.nn.standardize: the
+    mean and ``mean(x**2) - mean**2`` over ``axis`` unless given. Example:
+    ``standardize(activations, axis=-1)``."""
+    axes = _axes("standardize", axis, x)
+    x = _inexact(x)
+    if mean is None:
+        mean = snp.mean(x, axis=axes, keepdims=True)
+    if variance is None:
+        variance = snp.mean(x * x, axis=axes, keepdims=True) - mean * mean
+    return (x - mean) / snp.sqrt(variance + epsilon)

@@ -23,6 +23,7 @@ from tests.cases.reductions import _reductions
 from tests.cases.select import DISCONTINUOUS, KNOWN_BUGS, cases_for, shape_preserving
 from tests.cases.shape import _shape
 from tests.cases.sorting import _sorting
+from tests.cases.special import _special
 from tests.cases.table import (
     BOOL,
     CASES,
@@ -56,6 +57,7 @@ _sorting()
 _diagonals()
 _manipulation()
 _control()
+_special()
 
 __all__ = [
     "BOOL",
