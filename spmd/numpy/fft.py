@@ -267,7 +267,7 @@ def fftfreq(n: int, d: Any = 1.0, *, dtype: Any = None):
     dtype = _frequency_dtype(dtype, "fftfreq")
     positive = (n - 1) // 2 + 1
     k = concatenate([arange(0, positive, dtype=np.int64), arange(-(n // 2), 0, dtype=np.int64)])
-    return astype(k, dtype) * astype(asarray(1.0 / (n * d)), dtype)
+    return _scaled(k, 1.0 / (n * d), dtype)
 
 
 @takes_device
@@ -276,9 +276,13 @@ def rfftfreq(n: int, d: Any = 1.0, *, dtype: Any = None):
     ``n``-point real transform with sample spacing ``d``."""
     n = _length(n, "spmd.numpy.fft.rfftfreq")
     dtype = _frequency_dtype(dtype, "rfftfreq")
-    return astype(arange(0, n // 2 + 1, dtype=np.int64), dtype) * astype(
-        asarray(1.0 / (n * d)), dtype
-    )
+    return _scaled(arange(0, n // 2 + 1, dtype=np.int64), 1.0 / (n * d), dtype)
+
+
+def _scaled(k, scale: Any, dtype: np.dtype):
+    """``k * scale`` in ``dtype`` (a Python ``scale`` is weakly typed: float32 stays)."""
+    result = astype(k, dtype) * scale
+    return result if aval_of(result).dtype == dtype else astype(result, dtype)
 
 
 def _shift(x: Any, axes: Any, fn: str, sign: int):

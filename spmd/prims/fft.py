@@ -76,6 +76,12 @@ def _fft_shape(x: ShapedArray, *, kind, axes, lengths, norm, inverse) -> ShapedA
 
 
 def _fft_impl(xp, x, *, kind, axes, lengths, norm, inverse):
+    if namespace.size(x) == 0:  # torch's MKL refuses empty batches; the result is empty too
+        aval = ShapedArray(tuple(x.shape), namespace.numpy_dtype(xp, x))
+        out = _fft_shape(aval, kind=kind, axes=axes, lengths=lengths, norm=norm, inverse=inverse)
+        if namespace.is_numpy(xp):
+            return np.zeros(out.shape, out.dtype)
+        return xp.zeros(out.shape, dtype=namespace.dtype_for(xp, out.dtype), device=x.device)
     if namespace.is_numpy(xp):
         import scipy.fft as module  # keeps complex64 and float32 single precision
 

@@ -16,6 +16,7 @@ from tests.cases.control import LAX_CONTROL_FLOW, NUMPY_LAX, _control
 from tests.cases.creation import _creation
 from tests.cases.diagonals import _diagonals
 from tests.cases.elementwise import _elementwise
+from tests.cases.fft import _fft
 from tests.cases.indexing import _indexing, random_index
 from tests.cases.manipulation import _manipulation
 from tests.cases.nn import NUMPY_NN, _nn
@@ -57,6 +58,7 @@ _sorting()
 _diagonals()
 _manipulation()
 _control()
+_fft()
 _special()
 
 __all__ = [
