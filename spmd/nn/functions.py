@@ -254,6 +254,8 @@ def standardize(
     ``standardize(activations, axis=-1)``."""
     axes = _axes("standardize", axis, x)
     x = _inexact(x)
+    if variance is None and mean is None:  # JAX's formula below cancels: var is closer
+        variance = snp.var(x, axis=axes, keepdims=True)
     if mean is None:
         mean = snp.mean(x, axis=axes, keepdims=True)
     if variance is None:

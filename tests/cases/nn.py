@@ -46,6 +46,33 @@ def _softmax(x, axis=-1):
     return np.exp(x - _lse(x, axis, keepdims=True))
 
 
+def _glu(x, axis):
+    a, b = np.split(x, 2, axis=axis)
+    return a / (1 + np.exp(-b))
+
+
+def _attention(q, k, v, bias=None, mask=None, is_causal=False, scale=None):
+    """Per batch and head, in float64 loops: softmax(q k^T * scale + bias, masked) v."""
+    dtype = q.dtype
+    q, k, v = (np.asarray(a, np.float64) for a in (q, k, v))
+    (b, t, n, h), s, kh = q.shape, k.shape[1], k.shape[2]
+    scale = 1 / np.sqrt(h) if scale is None else scale
+    out = np.zeros_like(q)
+    for i in range(b):
+        for j in range(n):
+            logits = q[i, :, j] @ k[i, :, j // (n // kh)].T * scale
+            if bias is not None:
+                logits = logits + np.broadcast_to(bias, (b, n, t, s))[i, j]
+            keep = np.ones((t, s), bool)
+            if mask is not None:
+                keep &= np.broadcast_to(mask, (b, n, t, s))[i, j]
+            if is_causal:
+                keep &= np.tri(t, s, dtype=bool)
+            logits = np.where(keep, logits, -0.7 * np.finfo(dtype).max)
+            out[i, :, j] = _softmax(logits, -1) @ v[i, :, j // (n // kh)]
+    return out.astype(dtype)
+
+
 _erfc = np.vectorize(math.erfc, otypes=[np.float64])
 NUMPY_NN = types.SimpleNamespace(  # float64 reference formulas of spmd.nn
     sigmoid=_float_formula(lambda x: 1 / (1 + np.exp(-x)), "negative"),
@@ -61,6 +88,21 @@ NUMPY_NN = types.SimpleNamespace(  # float64 reference formulas of spmd.nn
     softmax=_float_formula(_softmax, "subtract"),
     log_softmax=_float_formula(lambda x, axis=-1: x - _lse(x, axis, keepdims=True), "subtract"),
     logsumexp=_float_formula(_lse),
+    silu=_float_formula(lambda x: x / (1 + np.exp(-x))),
+    swish=_float_formula(lambda x: x / (1 + np.exp(-x))),
+    softplus=_float_formula(lambda x: np.logaddexp(x, 0)),
+    log_sigmoid=_float_formula(lambda x: -np.logaddexp(-x, 0)),
+    elu=_float_formula(lambda x, alpha=1.0: np.where(x > 0, x, alpha * np.expm1(np.minimum(x, 0)))),
+    leaky_relu=_float_formula(
+        lambda x, negative_slope=0.01: np.where(x >= 0, x, negative_slope * x)
+    ),
+    glu=_float_formula(lambda x, axis=-1: _glu(x, axis)),
+    standardize=_float_formula(
+        lambda x, axis=-1: (
+            (x - x.mean(axis=axis, keepdims=True)) / np.sqrt(x.var(axis=axis, keepdims=True) + 1e-5)
+        )
+    ),
+    dot_product_attention=_attention,
     one_hot=lambda x, num_classes, dtype=np.float32, axis=-1: np.moveaxis(
         np.asarray(x)[..., None] == np.arange(num_classes), -1, axis
     ).astype(dtype),
@@ -144,6 +186,28 @@ def _nn():
         domain="special",
         **kw,
     )
+    for name, kwargs in (("silu", {}), ("swish", {}), ("softplus", {}), ("log_sigmoid", {}),
+                         ("elu", {}), ("elu", {"alpha": 0.5}), ("leaky_relu", {}),
+                         ("leaky_relu", {"negative_slope": 0.2})):  # fmt: skip
+        add("nn." + name, nn_call(name, **kwargs), *shapes, label=_label(**kwargs),
+            dtypes=NUMBERS, **kw)  # fmt: skip
+    for axis in (-1, 0):
+        add("nn.glu", nn_call("glu", axis=axis), ((2, 4),), ((4, 0),), label=_label(axis=axis),
+            dtypes=NUMBERS, **kw)  # fmt: skip
+    add("nn.glu", nn_call("glu"), ((2, 3),), label="odd", error=ShapeError, numpy_too=False,
+        **kw)  # fmt: skip
+    for axis in (-1, 0):
+        add("nn.standardize", nn_call("standardize", axis=axis), ((3, 5),), ((2, 3, 4),),
+            label=_label(axis=axis), dtypes=FLOATS, **kw)  # fmt: skip
+    attention = [((2, 3, 4, 5),) * 3, ((1, 3, 4, 2), (1, 5, 2, 2), (1, 5, 2, 2))]
+    add("nn.dot_product_attention", nn_call("dot_product_attention"), *attention,
+        dtypes=FLOATS, **kw)  # fmt: skip
+    add("nn.dot_product_attention", nn_call("dot_product_attention", is_causal=True,
+        scale=0.5), *attention, label="is_causal,scale=0.5", dtypes=FLOATS, **kw)  # fmt: skip
+    add("nn.dot_product_attention", lambda m, q, k, v, bias: nn(m).dot_product_attention(
+        q, k, v, bias, (np.arange(3)[:, None] + np.arange(3)) % 3 > 0),
+        ((2, 3, 4, 5),) * 3 + ((4, 3, 3),),
+        label="bias,mask", dtypes=FLOATS, **kw)  # fmt: skip
     for args, kwargs in [
         ((4,), {}),
         ((4,), {"dtype": np.int32, "axis": 0}),
