@@ -11,6 +11,7 @@ import pytest
 
 import spmd
 import spmd.numpy as snp
+from spmd.numpy import linalg_decompositions
 from tests.backend import needs_missing_dtype, refused_by_backend
 from tests.cases import (
     CASES,
@@ -134,6 +135,11 @@ def test_every_public_function_has_rows_and_every_row_a_public_function():
     functions = set(snp.__all__) - set(snp.constants.__all__)  # NumPy's own dtypes and constants
     public = functions | {f"nn.{name}" for name in spmd.nn.__all__}
     public |= {f"lax.{name}" for name in LAX_CONTROL_FLOW}
+    public |= {f"fft.{name}" for name in snp.fft.__all__}
+    public |= {f"linalg.{name}" for name in linalg_decompositions.__all__}
+    public |= {f"lax.linalg.{name}" for name in spmd.lax.linalg.__all__}
+    public |= {f"scipy.special.{name}" for name in spmd.scipy.special.__all__}
+    public |= {f"scipy.stats.norm.{name}" for name in spmd.scipy.stats.norm.__all__}
     assert {case.name for case in CASES} == public
 
 

@@ -45,7 +45,10 @@ SCIPY_SPECIAL = types.SimpleNamespace(
     polygamma=lambda n, x: _float64(lambda v: sp.polygamma(n, v))(x),
 )
 SCIPY_NORM = types.SimpleNamespace(
-    **{name: _float64(getattr(st.norm, name)) for name in ("pdf", "logpdf", "cdf", "ppf")}
+    **{
+        name: _float64(getattr(st.norm, name))
+        for name in ("pdf", "logpdf", "cdf", "logcdf", "sf", "logsf", "ppf")
+    }
 )
 
 
@@ -111,7 +114,7 @@ def _special():
             add("scipy.special." + name, special_call(name, axis=axis), ((2, 3, 4),),
                 *([((3,),)] if axis is None else []), label=_label(axis=axis), dtypes=FLOATS,
                 **kw)  # fmt: skip
-    for name in ("pdf", "logpdf", "cdf"):
+    for name in ("pdf", "logpdf", "cdf", "logcdf", "sf", "logsf"):
         add("scipy.stats.norm." + name, norm_call(name), *shapes, dtypes=NUMBERS, **kw)
         add("scipy.stats.norm." + name, lambda m, x, loc, scale, name=name: norm_call(name)(
             m, x, loc, scale), ((2, 3), (3,), (2, 1)), label="loc,scale", dtypes=FLOATS,
