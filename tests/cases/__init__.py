@@ -18,6 +18,7 @@ from tests.cases.diagonals import _diagonals
 from tests.cases.elementwise import _elementwise
 from tests.cases.fft import _fft
 from tests.cases.indexing import _indexing, random_index
+from tests.cases.linalg import LINALG, _linalg
 from tests.cases.manipulation import _manipulation
 from tests.cases.nn import NUMPY_NN, _nn
 from tests.cases.reductions import _reductions
@@ -60,6 +61,7 @@ _manipulation()
 _control()
 _fft()
 _special()
+_linalg()
 
 __all__ = [
     "BOOL",
@@ -72,6 +74,7 @@ __all__ = [
     "INTS",
     "KNOWN_BUGS",
     "LAX_CONTROL_FLOW",
+    "LINALG",
     "NO_DTYPE",
     "NUMBERS",
     "NUMPY_LAX",

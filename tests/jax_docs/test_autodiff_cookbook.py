@@ -11,7 +11,7 @@ about correctness.
 """
 
 # The page's code is kept as written: lambdas bound to names, redefined functions, str.format.
-# ruff: noqa: E731, F811, UP032, RUF005, RUF059
+# ruff: noqa: E731, F811, UP032, B023, RUF005, RUF059
 
 import numpy as np
 import pytest
@@ -688,3 +688,28 @@ def test_grad_holomorphic_of_a_non_holomorphic_function():
     z = 3.0 + 4j
     out = grad(f, holomorphic=True)(z)  # f is not actually holomorphic!
     close(out, real_part_gradient(np.conjugate, z), 1e-6)
+
+
+def test_grad_through_a_complex_cholesky():
+    A = jnp.array([[5.0, 2.0 + 3j, 5j], [2.0 - 3j, 7.0, 1.0 + 7j], [-5j, 1.0 - 7j, 12.0]])
+
+    def f(X):
+        L = jnp.linalg.cholesky(X)
+        return jnp.sum((L - jnp.sin(L)) ** 2)
+
+    out = grad(f, holomorphic=True)(A)
+
+    # holomorphic=True on a function that is not: the gradient of the output's real part.
+    # JAX's cholesky reads (X + X^H) / 2, so the oracle does too.
+    def numpy_f(X):
+        X = (X + X.conj().T) / 2
+        L = np.linalg.cholesky(X)
+        return np.sum((L - np.sin(L)) ** 2)
+
+    a = host(A).astype(np.complex128)
+    expected = np.zeros_like(a)
+    for index in np.ndindex(a.shape):
+        one_hot = np.zeros_like(a)
+        one_hot[index] = 1.0
+        expected[index] = real_part_gradient(lambda t: numpy_f(a + t * one_hot), 0.0)
+    close(out, expected, 1e-4)
