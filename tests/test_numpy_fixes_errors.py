@@ -169,3 +169,13 @@ def test_einsum_summing_over_an_empty_axis_is_zero_even_beside_nan(mode):
         result = run(mode, lambda *xs, s=spec: snp.einsum(s, *xs), *operands)
         assert_matches(result, expected)
         assert not np.isnan(np.asarray(result)).any()
+
+
+def test_result_type_and_can_cast_take_spmd_arrays():
+    import spmd.numpy as snp
+
+    x = snp.asarray(np.ones(3, np.float32))
+    assert snp.result_type(x, 1.0) == np.float32  # a Python float is weak, as in NumPy
+    assert snp.result_type(x, np.float64) == np.float64
+    assert np.result_type(x, 2) == np.float32  # NumPy's own dispatches to spmd's
+    assert snp.can_cast(x, np.float64) and not snp.can_cast(x, np.int8)

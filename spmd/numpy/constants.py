@@ -59,12 +59,29 @@ class iinfo:
         return repr(self._info)
 
 
-issubdtype, result_type, promote_types, can_cast = (
-    np.issubdtype,
-    np.result_type,
-    np.promote_types,
-    np.can_cast,
-)
+issubdtype, promote_types = np.issubdtype, np.promote_types
+
+
+_NUMPY_TAKES = (np.ndarray, np.generic, np.dtype, type, str, bool, int, float, complex)
+
+
+def _numpy_operand(x):
+    """``x`` as NumPy's dtype functions take it: an spmd array (or traced value) by its dtype
+    (given to NumPy, ``np.result_type`` would hand it back to spmd: endless dispatch)."""
+    if isinstance(x, _NUMPY_TAKES):
+        return x
+    dtype = getattr(x, "dtype", None)
+    return x if dtype is None else np.dtype(dtype)
+
+
+def result_type(*arrays_and_dtypes):
+    """NumPy's ``result_type``, taking spmd arrays too."""
+    return np.result_type(*(_numpy_operand(x) for x in arrays_and_dtypes))
+
+
+def can_cast(from_, to, casting="safe"):
+    """NumPy's ``can_cast``, taking spmd arrays too."""
+    return np.can_cast(_numpy_operand(from_), to, casting=casting)
 
 nan, inf, pi, e, euler_gamma = np.nan, np.inf, np.pi, np.e, np.euler_gamma
 newaxis = None
