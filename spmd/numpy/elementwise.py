@@ -104,6 +104,12 @@ divide = true_divide  # noqa: F821
 absolute = abs
 mod = remainder  # noqa: F821
 conj = conjugate  # noqa: F821
+# The Array API standard's spellings of NumPy's names.
+STANDARD_ALIASES = {"acos": "arccos", "asin": "arcsin", "atan": "arctan", "acosh": "arccosh",
+                    "asinh": "arcsinh", "atanh": "arctanh", "atan2": "arctan2", "pow": "power",
+                    "bitwise_invert": "invert", "bitwise_left_shift": "left_shift",
+                    "bitwise_right_shift": "right_shift"}  # fmt: skip
+globals().update({alias: globals()[name] for alias, name in STANDARD_ALIASES.items()})
 
 
 # NumPy 2.0 also takes ``x ** 2.0`` for ``square(x)``; later releases square only for an int 2.
@@ -228,6 +234,7 @@ def imag(val: Any):
 __all__ = [
     *UNARY,
     *BINARY,
+    *STANDARD_ALIASES,
     "absolute",
     "around",
     "clip",

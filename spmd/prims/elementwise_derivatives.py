@@ -5,6 +5,7 @@ Tangent formulas bind primitives by name, so that this file needs none of them b
 
 from __future__ import annotations
 
+import math
 from functools import partial, reduce
 
 from spmd.core.ad import UndefinedPrimal
@@ -42,12 +43,12 @@ def _partials_jvp(*partials):
     derivative) over the operands that have a tangent."""
 
     def jvp(primals, out, tangents, **params):
-        parts = [
-            _fit(rule(t, *primals, out), out)
-            for rule, t in zip(partials, tangents, strict=True)
-            if t is not None
-        ]
-        return reduce(_add, parts)
+        parts = []
+        for rule, t in zip(partials, tangents, strict=True):
+            part = None if t is None or rule is None else rule(t, *primals, out)
+            if part is not None:  # None: the output does not vary with this operand
+                parts.append(_fit(part, out))
+        return reduce(_add, parts) if parts else None
 
     return jvp
 
@@ -103,6 +104,23 @@ def _arcsin_derivative(x):
     return _div(1, bind("sqrt", _sub(1, _mul(x, x))))
 
 
+def _reciprocal_sqrt(x):
+    return _div(1, bind("sqrt", x))
+
+
+def _finite_or_zero(x):
+    """``x``, with 0 in place of infinities (as JAX's logaddexp derivative has it)."""
+    return bind("where", bind("isinf", x), 0, x)
+
+
+def _logaddexp_derivative(t, x, out):  # d logaddexp(x, y) / dx = exp(x - out)
+    return _mul(t, bind("exp", _sub(_finite_or_zero(x), _finite_or_zero(out))))
+
+
+def _hypot_derivative(t, x, out):  # x / hypot(x, y), and 0 at the origin
+    return _mul(t, _div(x, bind("where", bind("equal", out, 0), 1, out)))
+
+
 def _arctan2_derivative(t, x1, x2):  # d arctan2(x1, x2) = (x2 dx1 - x1 dx2) / (x1² + x2²)
     return _mul(t, _div(x2, _add(_mul(x1, x1), _mul(x2, x2))))
 
@@ -120,6 +138,14 @@ _UNARY_DERIVATIVES = {  # f'(x), from x and the result
     "arcsin": lambda x, out: _arcsin_derivative(x),
     "arccos": lambda x, out: _neg(_arcsin_derivative(x)),
     "arctan": lambda x, out: _div(1, _add(1, _mul(x, x))),
+    "sinh": lambda x, out: bind("cosh", x),
+    "cosh": lambda x, out: bind("sinh", x),
+    "arcsinh": lambda x, out: _reciprocal_sqrt(_add(_mul(x, x), 1)),
+    "arccosh": lambda x, out: _reciprocal_sqrt(_mul(_sub(x, 1), _add(x, 1))),
+    "arctanh": lambda x, out: _div(1, _mul(_sub(1, x), _add(1, x))),
+    "log2": lambda x, out: _div(1 / math.log(2), x),
+    "log10": lambda x, out: _div(1 / math.log(10), x),
+    "square": lambda x, out: _mul(2, x),
     "logistic": lambda x, out: _mul(out, _sub(1, out)),
 }
 _PARTIALS = {  # per operand: its tangent t times the partial derivative in it
@@ -142,6 +168,18 @@ _PARTIALS = {  # per operand: its tangent t times the partial derivative in it
         lambda t, x, y, out: _arctan2_derivative(t, x, y),
         lambda t, x, y, out: _neg(_arctan2_derivative(t, y, x)),
     ),
+    "hypot": (
+        lambda t, x, y, out: _hypot_derivative(t, x, out),
+        lambda t, x, y, out: _hypot_derivative(t, y, out),
+    ),
+    "copysign": (  # |x| with y's sign: sign(x) times y's sign in x, flat in y
+        lambda t, x, y, out: _mul(t, _mul(bind("sign", x), bind("copysign", 1, y))),
+        None,
+    ),
+    "logaddexp": (
+        lambda t, x, y, out: _logaddexp_derivative(t, x, out),
+        lambda t, x, y, out: _logaddexp_derivative(t, y, out),
+    ),
     "maximum": (
         lambda t, x, y, out: _mul(t, _max_weight(x, y)),
         lambda t, x, y, out: _mul(t, _max_weight(y, x)),
@@ -157,9 +195,10 @@ _PARTIALS = {  # per operand: its tangent t times the partial derivative in it
     ),
 }
 # Piecewise constant, or not float-valued: their tangents are zero.
-_PIECEWISE_CONSTANT = ("sign", "floor", "ceil", "round", "floor_divide", "isnan", "isfinite",
-                       "logical_not", "invert", "logical_and", "logical_or", "bitwise_and",
-                       "bitwise_or", "bitwise_xor", "equal", "not_equal", "less", "less_equal",
+_PIECEWISE_CONSTANT = ("sign", "floor", "ceil", "trunc", "round", "floor_divide", "isnan",
+                       "isfinite", "isinf", "signbit", "logical_not", "invert", "logical_and",
+                       "logical_or", "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor",
+                       "left_shift", "right_shift", "equal", "not_equal", "less", "less_equal",
                        "greater", "greater_equal")  # fmt: skip
 JVPS = {
     **{name: _unary_jvp(derivative) for name, derivative in _UNARY_DERIVATIVES.items()},

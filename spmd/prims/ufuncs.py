@@ -17,7 +17,9 @@ from spmd.prims import namespace as ns
 # NumPy's names that the array API standard spells otherwise.
 STANDARD_NAMES = {"absolute": "abs", "arcsin": "asin", "arccos": "acos", "arctan": "atan",
                   "invert": "bitwise_invert", "conjugate": "conj", "true_divide": "divide",
-                  "power": "pow", "arctan2": "atan2"}  # fmt: skip
+                  "power": "pow", "arctan2": "atan2", "arcsinh": "asinh", "arccosh": "acosh",
+                  "arctanh": "atanh", "left_shift": "bitwise_left_shift",
+                  "right_shift": "bitwise_right_shift"}  # fmt: skip
 _WEAK = (int, float, complex)
 
 
@@ -64,6 +66,26 @@ def _power(xp, x, y, dtype):
     if dtype.kind in "iu" and ns.any_true(xp, y < 0):
         raise ValueError("Integers to negative integer powers are not allowed.")
     return xp.pow(x, y)
+
+
+def _shift(left: bool):
+    """NumPy's shifts: by a negative amount or by the dtype's width or more, a left shift
+    gives 0 and a right shift the sign (0, or -1 for a negative ``x``); the standard leaves
+    those to the implementation."""
+
+    def rule(xp, x, y, dtype):
+        x, y = ns.asarrays(xp, dtype, x, y)
+        outside = (y < 0) | (y >= 8 * dtype.itemsize)
+        safe = xp.where(outside, xp.zeros_like(y), y)
+        if left:
+            return xp.where(outside, xp.zeros_like(x), xp.bitwise_left_shift(x, safe))
+        shifted = xp.bitwise_right_shift(x, safe)
+        fill = xp.zeros_like(x)
+        if dtype.kind == "i":
+            fill = xp.where(x < 0, -xp.ones_like(x), fill)
+        return xp.where(outside, fill, shifted)
+
+    return rule
 
 
 def _complex_order(xp, x, y):
@@ -121,7 +143,7 @@ def _standard(name: str):
 _BOOLEAN = {"add": "logical_or", "maximum": "logical_or", "multiply": "logical_and",
             "minimum": "logical_and"}  # fmt: skip
 _ORDERED = ("less", "less_equal", "greater", "greater_equal", "sign", "negative", "positive",
-            "absolute", "floor", "ceil", "isnan", "isfinite")  # fmt: skip
+            "absolute", "floor", "ceil", "trunc", "isnan", "isfinite", "isinf")  # fmt: skip
 
 
 def _boolean(xp, name: str, inputs):
@@ -140,6 +162,8 @@ GENERIC = {
     "floor_divide": _integer_division(_standard("floor_divide")),
     "remainder": _integer_division(_standard("remainder")),
     "power": _power,
+    "left_shift": _shift(left=True),
+    "right_shift": _shift(left=False),
     "maximum": _extreme(True),
     "minimum": _extreme(False),
     "sign": _sign,
@@ -148,10 +172,20 @@ GENERIC = {
 }
 
 
+def _exact_signbit(xp, x, dtype: np.dtype):
+    """``signbit`` of a bool or integer ``x`` of ``dtype`` without NumPy's float loop (float16
+    for bools and small integers, which a namespace may lack): whether ``x`` is negative."""
+    x = ns.asarray(xp, x, dtype)
+    return x < 0 if dtype.kind == "i" else x != x  # never negative: all False, on x's device
+
+
 def generic_ufunc(ufunc: np.ufunc, name: str, xp, *args):
     """``ufunc`` applied to ``args`` (arrays of ``xp`` or Python scalars) on ``xp``, with the
     result NumPy gives: operands in the loop's dtypes, the result in the loop's."""
-    dtypes = loop_dtypes(ufunc, tuple(_operand_key(xp, a) for a in args))
+    keys = tuple(_operand_key(xp, a) for a in args)
+    if name == "signbit" and (keys[0] is int or keys[0].kind in "biu"):
+        return _exact_signbit(xp, args[0], np.dtype(np.int64) if keys[0] is int else keys[0])
+    dtypes = loop_dtypes(ufunc, keys)
     inputs = ns.operands(xp, args, dtypes[: ufunc.nin])
     if all(ns.is_scalar(a) for a in inputs):  # not from a program: eval_program gives arrays
         inputs[0] = ns.asarray(xp, inputs[0], dtypes[0])

@@ -47,11 +47,28 @@ UNARY = {  # name: (domain, dtypes NumPy rejects)
     "isfinite": ("any", ()),
     "logical_not": ("any", ()),
     "invert": ("any", FLOATS),
+    "sinh": ("any", ()),
+    "cosh": ("any", ()),
+    "arcsinh": ("any", ()),
+    "arccosh": ("positive", ()),
+    "arctanh": ("unit", ()),
+    "log2": ("positive", ()),
+    "log10": ("positive", ()),
+    "square": ("any", ()),
+    "trunc": ("any", ()),
+    "isinf": ("any", ()),
+    "signbit": ("any", ()),
+    "bitwise_invert": ("any", FLOATS),
     "conjugate": ("any", ()),
     "conj": ("any", ()),
     "real": ("any", ()),
     "imag": ("any", ()),
 }
+# The Array API standard's names for NumPy's (the same functions, so on fewer dtypes: a bool
+# input computes in float16, which some namespaces lack): name -> (arity, domain)
+ALIASES = {"acos": (1, "unit"), "asin": (1, "unit"), "atan": (1, "any"),
+           "acosh": (1, "positive"), "asinh": (1, "any"), "atanh": (1, "unit"),
+           "atan2": (2, "any"), "pow": (2, "positive")}  # fmt: skip
 COMPLEX = (np.complex64, np.complex128)
 PARTS = ("real", "imag", "conj", "conjugate")  # on complex numbers they do more than copy
 BINARY = {
@@ -78,6 +95,14 @@ BINARY = {
     "less_equal": ("any", ()),
     "greater": ("any", ()),
     "greater_equal": ("any", ()),
+    "hypot": ("any", ()),
+    "copysign": ("any", ()),
+    "logaddexp": ("any", ()),
+    "logical_xor": ("any", ()),
+    "left_shift": ("any", FLOATS),  # "any" shifts by negative amounts too: 0 (or -1), as NumPy
+    "right_shift": ("any", FLOATS),
+    "bitwise_left_shift": ("any", FLOATS),
+    "bitwise_right_shift": ("any", FLOATS),
 }
 BINARY_SHAPES = (
     ((), ()),
@@ -126,11 +151,15 @@ def _elementwise():
         if rejected:
             add(name, call(name), ((2, 3), (3,)), **rejects(rejected), **ew)
         for other in (np.int32, np.float32):  # mixed dtypes promote as in NumPy 2
-            if name.startswith("bitwise") and other == np.float32:
+            if rejected == FLOATS and other == np.float32:
                 continue
             mixed = {"dtypes": ok, "domain": domain, "input_dtypes": (None, other)}
             add(name, call(name), ((2, 3), (3,)), **mixed, **ew)
         add(name, call(name), ((3,), (4,)), dtypes=ok, error=ShapeError, **ew)
+    for name, (arity, domain) in ALIASES.items():
+        shapes = unary(SHAPES) if arity == 1 else BINARY_SHAPES
+        add(name, call(name), *shapes, dtypes=NUMBERS, domain=domain, **ew)
+        add(name, call(name), ((3, 4),) * arity, **SPECIAL, **ew)
 
     # Python scalars are weak: they take the array's dtype where NumPy 2 says so.
     scalars = [
@@ -150,6 +179,12 @@ def _elementwise():
         ("bitwise_and", lambda m, x: x & 3, "x&3", (np.bool_, *INTS)),
         ("negative", lambda m, x: -x, "-x", NUMBERS),
         ("invert", lambda m, x: ~x, "~x", (np.bool_, *INTS)),
+        ("left_shift", lambda m, x: x << 2, "x<<2", (np.bool_, *INTS)),
+        ("left_shift", lambda m, x: 3 << x, "3<<x", INTS),
+        ("left_shift", lambda m, x: x << 40, "x<<40", INTS),  # int32: the width or more, 0
+        ("right_shift", lambda m, x: x >> 1, "x>>1", (np.bool_, *INTS)),
+        ("right_shift", lambda m, x: -100 >> x, "-100>>x", INTS),
+        ("right_shift", lambda m, x: -x >> 40, "-x>>40", INTS),  # int32: the sign, -1
         ("abs", lambda m, x: abs(x), "abs(x)", DTYPES),
     ]
     for name, fn, label, dtypes in scalars:
