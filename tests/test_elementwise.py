@@ -91,3 +91,139 @@ def test_round_follows_numpy_dtypes_and_rejects_bool_decimals_clearly():
             spmd.SpmdTypeError, match=r"round: cannot round a bool\[2\] to decimals"
         ):
             fn()
+
+
+SPECIAL_VALUES = np.array([0.0, -0.0, 1.5, -2.25, np.inf, -np.inf, np.nan, 1e300, -1e-300])
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["sinh", "cosh", "arcsinh", "arccosh", "arctanh", "log2", "log10", "square", "trunc",
+     "isinf", "signbit"],
+)  # fmt: skip
+def test_new_unary_functions_match_numpy_on_signed_zeros_infinities_and_nan(name):
+    for dtype in (np.float32, np.float64):
+        x = SPECIAL_VALUES.astype(dtype)
+        with np.errstate(all="ignore"):
+            expected = getattr(np, name)(x)
+            got = [getattr(snp, name)(x), spmd.jit(getattr(snp, name))(x)]
+        for result in got:
+            assert result.dtype == expected.dtype
+            np.testing.assert_array_equal(np.signbit(result), np.signbit(expected))
+            np.testing.assert_array_equal(result, expected)
+
+
+@pytest.mark.parametrize("name", ["hypot", "copysign", "logaddexp", "arctan2"])
+def test_new_binary_functions_match_numpy_on_every_pair_of_special_values(name):
+    x, y = np.meshgrid(SPECIAL_VALUES, SPECIAL_VALUES)
+    with np.errstate(all="ignore"):
+        expected = getattr(np, name)(x, y)
+        result = spmd.jit(getattr(snp, name))(x, y)
+    np.testing.assert_array_equal(np.signbit(result), np.signbit(expected))
+    np.testing.assert_array_equal(result, expected)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int32, np.int64, np.uint64])
+def test_shifts_by_negative_or_too_wide_amounts_follow_numpy(dtype):
+    info = np.iinfo(dtype)
+    x = np.array([info.min, -3 if info.min else 3, 1, info.max, 0], dtype)[:, None]
+    negative = [-1] if info.min else []  # an unsigned amount is never negative
+    amounts = np.array([*negative, 0, 1, 2, info.bits - 1, info.bits, info.bits + 5, 127], dtype)
+    for name in ("left_shift", "right_shift"):
+        expected = getattr(np, name)(x, amounts)
+        for result in (getattr(snp, name)(x, amounts), spmd.jit(getattr(snp, name))(x, amounts)):
+            assert result.dtype == expected.dtype
+            np.testing.assert_array_equal(result, expected)
+
+
+def test_shift_operators_and_their_reflections_match_numpy():
+    x = np.array([-7, 0, 5, 100], np.int32)
+    a = spmd.device_put(x)
+    np.testing.assert_array_equal(a << 3, x << 3)
+    np.testing.assert_array_equal(2 << (a % 5), 2 << (x % 5))
+    np.testing.assert_array_equal(a >> 1, x >> 1)
+    np.testing.assert_array_equal(1000 >> (a % 5), 1000 >> (x % 5))
+    np.testing.assert_array_equal(spmd.jit(lambda v: (v << 2) >> 1)(x), (x << 2) >> 1)
+    assert (a << 2).dtype == np.int32 and (a.astype(np.uint8) >> 1).dtype == np.uint8
+
+
+def test_standard_names_are_numpys_functions():
+    pairs = {"acos": "arccos", "asin": "arcsin", "atan": "arctan", "acosh": "arccosh",
+             "asinh": "arcsinh", "atanh": "arctanh", "atan2": "arctan2", "pow": "power",
+             "bitwise_invert": "invert", "bitwise_left_shift": "left_shift",
+             "bitwise_right_shift": "right_shift"}  # fmt: skip
+    for standard, numpy_name in pairs.items():
+        assert getattr(snp, standard) is getattr(snp, numpy_name)
+        assert standard in snp.__all__ and numpy_name in snp.__all__
+
+
+def test_array_namespace_is_spmd_numpy_and_refuses_unknown_versions():
+    a = spmd.device_put(np.ones(2))
+    assert a.__array_namespace__() is snp and a.__array_namespace__(api_version="2023.12") is snp
+    seen = []
+    spmd.jit(lambda v: seen.append(v.__array_namespace__()) or v)(a)
+    assert seen == [snp]
+    with pytest.raises(spmd.SpmdValueError, match=r"api_version='1999.01'.*2023\.12"):
+        a.__array_namespace__(api_version="1999.01")
+
+
+def _central_difference(f, args, k, eps=1e-6):
+    """df/d args[k] of a scalar f, elementwise by central differences (float64)."""
+    grad = np.zeros_like(args[k])
+    for index in np.ndindex(args[k].shape):
+        shifted = [np.array(a, copy=True) for a in args]
+        shifted[k][index] += eps
+        up = f(*shifted)
+        shifted[k][index] -= 2 * eps
+        grad[index] = (up - f(*shifted)) / (2 * eps)
+    return grad
+
+
+@pytest.mark.parametrize(
+    "name", ["hypot", "copysign", "logaddexp", "arctan2", "sinh", "cosh", "arcsinh",
+             "arccosh", "arctanh", "log2", "log10", "square"],
+)  # fmt: skip
+def test_derivatives_in_every_operand_match_finite_differences(name):
+    rng = np.random.default_rng(0)
+    fn = getattr(snp, name)
+    if name in ("arccosh",):
+        args = [rng.uniform(1.2, 4, (3, 4))]
+    elif name in ("arctanh",):
+        args = [rng.uniform(-0.9, 0.9, (3, 4))]
+    elif name in ("log2", "log10"):
+        args = [rng.uniform(0.2, 4, (3, 4))]
+    elif name in ("hypot", "copysign", "logaddexp", "arctan2"):
+        args = [rng.uniform(-3, 3, (3, 4)), rng.uniform(-3, 3, (4,))]
+    else:
+        args = [rng.uniform(-3, 3, (3, 4))]
+    weights = rng.normal(size=(3, 4))
+
+    def loss(*xs):
+        return snp.sum(fn(*xs) * weights)
+
+    def numpy_loss(*xs):
+        return float(np.sum(getattr(np, name)(*xs) * weights))
+
+    grads = spmd.grad(loss, argnums=tuple(range(len(args))))(*args)
+    for k, g in enumerate(grads):
+        np.testing.assert_allclose(g, _central_difference(numpy_loss, args, k), atol=1e-6)
+    jvp_out = spmd.jvp(loss, args, [np.ones_like(a) for a in args])[1]
+    np.testing.assert_allclose(jvp_out, sum(np.sum(g) for g in grads), rtol=1e-10)
+
+
+def test_derivatives_at_the_edges_follow_jax():
+    # logaddexp(-inf, -inf) = -inf: JAX's rule reads infinities as 0, giving each operand 1
+    g = spmd.grad(lambda a, b: snp.logaddexp(a, b), argnums=(0, 1))(-np.inf, -np.inf)
+    assert [float(v) for v in g] == [1.0, 1.0]
+    g = spmd.grad(lambda a, b: snp.hypot(a, b), argnums=(0, 1))(0.0, 0.0)  # no NaN at 0
+    assert [float(v) for v in g] == [0.0, 0.0]
+    copysign_grads = spmd.grad(lambda a, b: snp.copysign(a, b), argnums=(0, 1))
+    assert [float(v) for v in copysign_grads(-2.0, 3.0)] == [-1.0, 0.0]
+    assert [float(v) for v in copysign_grads(2.0, -0.0)] == [-1.0, 0.0]
+    x = np.linspace(-1.3, 1.3, 3)
+    for name in ("trunc", "isinf", "signbit", "logical_xor"):  # piecewise constant: no tangent
+        args = (x, -x) if name == "logical_xor" else (x,)
+        _, tangent = spmd.jvp(getattr(snp, name), args, [np.ones_like(a) for a in args])
+        assert not np.any(np.asarray(tangent, dtype=float)), name
+    grads = spmd.grad(lambda v: snp.sum(v * snp.trunc(v)))(x)  # the product rule's other half
+    np.testing.assert_array_equal(grads, np.trunc(x))
