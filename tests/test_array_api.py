@@ -13,13 +13,14 @@ from spmd.core.trace import Tracer
 # np.ndarray attributes that spmd Arrays lack on purpose, and why
 IMMUTABLE = {"fill", "put", "resize", "setfield", "setflags", "byteswap", "partition"}
 BUFFERS = {"base", "ctypes", "data", "flags", "strides", "view", "getfield", "dump", "dumps",
-           "tobytes", "tofile", "flat", "device", "to_device"}  # fmt: skip
+           "tobytes", "tofile", "flat"}  # fmt: skip
 # Not written yet; nonzero and compress have data-dependent shapes, which jit cannot trace
 DATA_DEPENDENT_OR_NOT_YET = {"argpartition", "choose", "compress", "nonzero", "searchsorted"}
 # Deprecated in NumPy 2.0 and gone from later releases: not part of what JAX code uses.
 REMOVED_AFTER_NUMPY_2_0 = {"itemset", "newbyteorder", "ptp", "tostring"}
-CONCRETE_ONLY = {"addressable_shards", "block_until_ready", "devices", "global_shards",
-                 "is_fully_addressable", "is_fully_replicated", "sharding"}  # fmt: skip
+CONCRETE_ONLY = {"addressable_shards", "block_until_ready", "device", "devices",
+                 "global_shards", "is_fully_addressable", "is_fully_replicated", "sharding",
+                 "to_device"}  # fmt: skip
 
 
 def public(cls) -> set[str]:
@@ -154,3 +155,15 @@ def test_array_of_traced_and_sharded_elements_stacks_them():
     np.testing.assert_array_equal(g(x), x.reshape(2, 2))
     mixed = snp.array([spmd.device_put(np.ones(2)), [0, 0]])
     np.testing.assert_array_equal(mixed, [[1, 1], [0, 0]])
+
+
+def test_device_and_to_device():
+    one = spmd.device_put(np.arange(3.0), spmd.devices()[2])
+    assert one.device == spmd.devices()[2]
+    mesh = spmd.make_mesh((4,), ("x",))
+    sharding = spmd.NamedSharding(mesh, spmd.P("x"))
+    moved = one.to_device(sharding)
+    assert moved.device == sharding
+    np.testing.assert_array_equal(np.asarray(moved), np.arange(3.0))
+    with pytest.raises(spmd.SpmdValueError, match="no streams"):
+        one.to_device(spmd.devices()[0], stream=1)

@@ -26,6 +26,7 @@ from spmd.lax.control import (
     switch,
     while_loop,
 )
+from spmd.lax.elementwise import clamp, integer_pow, rsqrt
 from spmd.lax.resharding import reshard, with_sharding_constraint
 from spmd.lax.slicing import (
     dynamic_index_in_dim,
@@ -42,6 +43,7 @@ __all__ = [
     "all_to_all",
     "axis_index",
     "axis_size",
+    "clamp",
     "cond",
     "digamma",
     "dynamic_index_in_dim",
@@ -54,6 +56,7 @@ __all__ = [
     "erf_inv",
     "erfc",
     "fori_loop",
+    "integer_pow",
     "lgamma",
     "linalg",
     "map",
@@ -67,6 +70,7 @@ __all__ = [
     "psum_scatter",
     "pvary",
     "reshard",
+    "rsqrt",
     "scan",
     "select",
     "stop_gradient",

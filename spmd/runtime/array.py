@@ -98,6 +98,23 @@ class Array(ArrayMethods):
     def devices(self) -> set[Device]:
         return self._sharding.device_set
 
+    @property
+    def device(self) -> Device | Sharding:
+        """Where the array lives (the Array API's ``x.device``): its Device if it is on one,
+        else its Sharding, as in JAX."""
+        devices = self._sharding.device_set
+        return next(iter(devices)) if len(devices) == 1 else self._sharding
+
+    def to_device(self, device: Device | Sharding, /, *, stream: Any = None) -> Array:
+        """This array on ``device`` (a Device or a Sharding), as ``spmd.device_put``."""
+        if stream is not None:
+            raise SpmdValueError(
+                f"to_device: stream={stream!r}, but spmd has no streams; leave stream=None."
+            )
+        from spmd.runtime.put import device_put  # put builds Arrays: it imports this module
+
+        return device_put(self, device)
+
     # ---- shards -------------------------------------------------------------------
     def _shards(self, devices) -> list[Shard]:
         layout = self._sharding.layout(self._shape)
