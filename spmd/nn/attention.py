@@ -16,7 +16,7 @@ import numpy as np
 import spmd.numpy as snp
 from spmd.core.trace import aval_of
 from spmd.errors import ShapeError, SpmdTypeError, SpmdValueError
-from spmd.nn.functions import softmax
+from spmd.nn.functions import _inexact, softmax
 
 __all__ = ["dot_product_attention"]
 
@@ -80,13 +80,17 @@ def dot_product_attention(
     ``mask`` (bool) keeps the logits where True, ``is_causal`` keeps key positions at or
     before each query position; the rest get a large negative logit (``-0.7 *`` the dtype's
     max), so a fully masked row attends uniformly, as JAX's. The softmax is computed in
-    float32 (or float64 for float64 inputs). ``implementation``: None or "xla" (the only one).
+    float32 (or float64 for float64 inputs). Bool and integer query, key and value are
+    converted first to the float NumPy's ufuncs give them (float16 for bool, float64 for int32
+    and int64), where JAX would round the probabilities to the integer dtype.
+    ``implementation``: None or "xla" (the only one).
     """
     if implementation not in (None, "xla"):
         raise SpmdValueError(
             f"spmd.nn.dot_product_attention: implementation={implementation!r} is not "
             f"available; spmd has only the reference one: pass None or 'xla'."
         )
+    query, key, value = (_inexact(a) for a in (query, key, value))
     unbatched = aval_of(query).ndim == 3
     if unbatched:
         query, key, value = (snp.expand_dims(a, 0) for a in (query, key, value))

@@ -52,8 +52,11 @@ def _glu(x, axis):
 
 
 def _attention(q, k, v, bias=None, mask=None, is_causal=False, scale=None):
-    """Per batch and head, in float64 loops: softmax(q k^T * scale + bias, masked) v."""
-    dtype = q.dtype
+    """Per batch and head, in float64 loops: softmax(q k^T * scale + bias, masked) v, in the
+    float dtype NumPy's ufuncs give q (float16 for bool, float64 for int32 and int64)."""
+    dtype = np.asarray(q).dtype
+    dtype = dtype if dtype.kind == "f" else np.promote_types(dtype, np.float16)
+    logits_dtype = np.promote_types(dtype, np.float32)  # the masked logits' -0.7 * max
     q, k, v = (np.asarray(a, np.float64) for a in (q, k, v))
     (b, t, n, h), s, kh = q.shape, k.shape[1], k.shape[2]
     scale = 1 / np.sqrt(h) if scale is None else scale
@@ -68,7 +71,7 @@ def _attention(q, k, v, bias=None, mask=None, is_causal=False, scale=None):
                 keep &= np.broadcast_to(mask, (b, n, t, s))[i, j]
             if is_causal:
                 keep &= np.tri(t, s, dtype=bool)
-            logits = np.where(keep, logits, -0.7 * np.finfo(dtype).max)
+            logits = np.where(keep, logits, -0.7 * np.finfo(logits_dtype).max)
             out[i, :, j] = _softmax(logits, -1) @ v[i, :, j // (n // kh)]
     return out.astype(dtype)
 
@@ -189,21 +192,25 @@ def _nn():
     for name, kwargs in (("silu", {}), ("swish", {}), ("softplus", {}), ("log_sigmoid", {}),
                          ("elu", {}), ("elu", {"alpha": 0.5}), ("leaky_relu", {}),
                          ("leaky_relu", {"negative_slope": 0.2})):  # fmt: skip
-        add("nn." + name, nn_call(name, **kwargs), *shapes, label=_label(**kwargs),
-            dtypes=NUMBERS, **kw)  # fmt: skip
+        add("nn." + name, nn_call(name, **kwargs), *shapes, label=_label(**kwargs), **kw)
     for axis in (-1, 0):
         add("nn.glu", nn_call("glu", axis=axis), ((2, 4),), ((4, 0),), label=_label(axis=axis),
-            dtypes=NUMBERS, **kw)  # fmt: skip
+            **kw)  # fmt: skip
     add("nn.glu", nn_call("glu"), ((2, 3),), label="odd", error=ShapeError, numpy_too=False,
         **kw)  # fmt: skip
+    add("nn.glu", nn_call("glu"), ((),), label="0-d", error=ShapeError, **kw)  # no axis -1
     for axis in (-1, 0):
         add("nn.standardize", nn_call("standardize", axis=axis), ((3, 5),), ((2, 3, 4),),
-            label=_label(axis=axis), dtypes=FLOATS, **kw)  # fmt: skip
+            ((2, 0),), ((0, 3),), label=_label(axis=axis), **kw)  # fmt: skip
+    add("nn.standardize", nn_call("standardize"), ((),), label="0-d", error=ShapeError, **kw)
     attention = [((2, 3, 4, 5),) * 3, ((1, 3, 4, 2), (1, 5, 2, 2), (1, 5, 2, 2))]
-    add("nn.dot_product_attention", nn_call("dot_product_attention"), *attention,
-        dtypes=FLOATS, **kw)  # fmt: skip
+    empty = [((2, 0, 4, 5), (2, 3, 4, 5), (2, 3, 4, 5)), ((1, 3, 2, 2), (1, 0, 2, 2), (1, 0, 2, 2))]
+    add("nn.dot_product_attention", nn_call("dot_product_attention"), *attention, *empty,
+        **kw)  # fmt: skip
     add("nn.dot_product_attention", nn_call("dot_product_attention", is_causal=True,
         scale=0.5), *attention, label="is_causal,scale=0.5", dtypes=FLOATS, **kw)  # fmt: skip
+    add("nn.dot_product_attention", nn_call("dot_product_attention"), ((),) * 3, label="0-d",
+        error=ShapeError, **kw)  # fmt: skip
     add("nn.dot_product_attention", lambda m, q, k, v, bias: nn(m).dot_product_attention(
         q, k, v, bias, (np.arange(3)[:, None] + np.arange(3)) % 3 > 0),
         ((2, 3, 4, 5),) * 3 + ((4, 3, 3),),
