@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 
 import spmd
 import spmd.numpy as snp
-from tests.differential import signatures, signatures_more
+from tests.differential import signatures, signatures_more, signatures_namespace
 from tests.differential.calls import make_call
 from tests.differential.compare import Placement, check, fixed_mesh, placements
 from tests.differential.known_bugs import KNOWN_BUGS
@@ -47,7 +47,8 @@ _PROFILE = settings.get_profile(f"differential-{os.environ.get('SPMD_DIFFERENTIA
 if "SPMD_DIFFERENTIAL_EXAMPLES" in os.environ:
     _PROFILE = settings(_PROFILE, max_examples=int(os.environ["SPMD_DIFFERENTIAL_EXAMPLES"]))
 
-TABLE = {sig.key: sig for sig in (*signatures.SIGS, *signatures_more.SIGS)}
+SIGNATURES = (*signatures.SIGS, *signatures_more.SIGS, *signatures_namespace.SIGS)
+TABLE = {sig.key: sig for sig in SIGNATURES}
 NAMES = {sig.name for sig in TABLE.values()}
 
 # Public names the table leaves out, and why (the coverage test below keeps this honest).

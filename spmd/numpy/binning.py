@@ -89,7 +89,7 @@ def bincount(x: Any, weights: Any = None, minlength: int = 0, *, length: int | N
         length = max(int(host.max()) + 1 if host.size else 0, minlength)
     length = as_int(length, "spmd.numpy.bincount", "length")
     hits = snp.expand_dims(x, -1) == snp.arange(length)
-    if weights is None:
+    if weights is None or aval.size == 0:  # NumPy counts no elements in intp, weighed or not
         return snp.sum(hits, axis=0, dtype=np.intp)
     weights = asarray(weights)
     if aval_of(weights).shape != aval.shape:
@@ -105,17 +105,22 @@ def bincount(x: Any, weights: Any = None, minlength: int = 0, *, length: int | N
 def histogram(a: Any, bins: Any = 10, range: Any = None, density: Any = None, weights: Any = None):
     """``numpy.histogram``: counts (or ``weights`` summed, or a density) of ``a`` in ``bins``
     equal bins over ``range`` (default: ``a``'s min to max), or between given edges; each bin
-    holds its left edge, the last one both. Returns ``(hist, bin_edges)``."""
+    holds its left edge, the last one both. Returns ``(hist, bin_edges)``: as NumPy's, the
+    counts are intp (the weights' dtype when weighted) and equal bins' edges ``a``'s floating
+    dtype (float64 for integers)."""
     snp = _snp()
     a = snp.reshape(asarray(a), (-1,))
-    dtype = np.result_type(aval_of(a).dtype, np.float64)
+    if aval_of(a).dtype == np.bool_:  # NumPy counts booleans as uint8
+        a = a.astype(np.uint8)
     if np.ndim(bins) == 0 and not isinstance(bins, Tracer):
         count = as_int(bins, "spmd.numpy.histogram", "bins")
         if count < 1:
             raise SpmdValueError(f"spmd.numpy.histogram: bins={bins} must be >= 1.")
+        dtype = aval_of(a).dtype
+        dtype = np.result_type(dtype, np.float64) if dtype.kind in "iu" else dtype
         if range is None:
             if aval_of(a).size == 0:
-                low, high = np.float64(0), np.float64(1)
+                low, high = np.asarray(0, dtype), np.asarray(1, dtype)
             else:
                 low, high = snp.min(a).astype(dtype), snp.max(a).astype(dtype)
         else:
@@ -123,10 +128,11 @@ def histogram(a: Any, bins: Any = 10, range: Any = None, density: Any = None, we
             if low > high:
                 raise SpmdValueError(f"spmd.numpy.histogram: range={range} must be (low, high).")
         same = snp.asarray(low == high)
-        low, high = snp.where(same, low - 0.5, low), snp.where(same, high + 0.5, high)
+        half = np.asarray(0.5, dtype)
+        low, high = snp.where(same, low - half, low), snp.where(same, high + half, high)
         edges = snp.linspace(low, high, count + 1, dtype=dtype)
     else:
-        edges = asarray(bins).astype(dtype)
+        edges = asarray(bins)
         count = aval_of(edges).shape[0] - 1
     position = searchsorted(edges, a, side="right") - 1
     position = snp.where(a == edges[-1], count - 1, position)
@@ -134,11 +140,14 @@ def histogram(a: Any, bins: Any = 10, range: Any = None, density: Any = None, we
     if weights is None:
         weights_used = inside.astype(np.intp)
     else:
-        weights_used = snp.where(inside, snp.reshape(asarray(weights), (-1,)), 0)
+        weights = snp.reshape(asarray(weights), (-1,))
+        weights_used = snp.where(inside, weights, np.zeros((), aval_of(weights).dtype))
     hits = snp.expand_dims(position, -1) == snp.arange(count)
     hist = snp.sum(snp.where(hits, snp.expand_dims(weights_used, -1), 0), axis=0)
+    if weights is not None:
+        hist = hist.astype(aval_of(weights).dtype)
     if density:
-        widths = edges[1:] - edges[:-1]
+        widths = (edges[1:] - edges[:-1]).astype(np.float64)
         hist = hist / widths / snp.sum(hist)
     return hist, edges
 

@@ -24,7 +24,9 @@ def _snp():
 
 
 def vecdot(x1: Any, x2: Any, /, *, axis: int = -1) -> Any:
-    """The Array API's ``vecdot``: ``sum(conj(x1) * x2, axis)`` after broadcasting."""
+    """The Array API's ``vecdot``: ``sum(conj(x1) * x2)`` over each operand's ``axis`` (its
+    own axis, as NumPy's and JAX's), the other axes broadcast; in the operands' common dtype
+    (booleans: whether any pair is both true)."""
     snp = _snp()
     x1, x2 = asarray(x1), asarray(x2)
     a1, a2 = aval_of(x1), aval_of(x2)
@@ -32,20 +34,23 @@ def vecdot(x1: Any, x2: Any, /, *, axis: int = -1) -> Any:
         raise ShapeError(
             f"spmd.numpy.vecdot: x1 is {a1} and x2 {a2}; both need at least one dimension."
         )
-    try:
-        shape = np.broadcast_shapes(a1.shape, a2.shape)
-    except ValueError:
-        raise ShapeError(
-            f"spmd.numpy.vecdot: x1 {a1} and x2 {a2} do not broadcast together."
-        ) from None
-    axis = normalize_axis(axis, len(shape), "spmd.numpy.vecdot", f"the broadcast shape {shape}")
-    if axis - len(shape) < -min(a1.ndim, a2.ndim) or (
-        a1.shape[axis - len(shape)] != a2.shape[axis - len(shape)]
-    ):
+    axis1 = normalize_axis(axis, a1.ndim, "spmd.numpy.vecdot", f"x1 {a1}")
+    axis2 = normalize_axis(axis, a2.ndim, "spmd.numpy.vecdot", f"x2 {a2}")
+    if a1.shape[axis1] != a2.shape[axis2]:
         raise ShapeError(
             f"spmd.numpy.vecdot: x1 {a1} and x2 {a2} must have the same size along axis={axis}."
         )
-    return snp.sum(snp.conjugate(x1) * x2, axis=axis - len(shape))
+    x1, x2 = snp.moveaxis(x1, axis1, -1), snp.moveaxis(x2, axis2, -1)
+    try:
+        np.broadcast_shapes(aval_of(x1).shape[:-1], aval_of(x2).shape[:-1])
+    except ValueError:
+        raise ShapeError(
+            f"spmd.numpy.vecdot: x1 {a1} and x2 {a2} do not broadcast together outside axis={axis}."
+        ) from None
+    dtype = np.result_type(a1.dtype, a2.dtype)
+    if dtype == np.bool_:
+        return snp.any(snp.logical_and(x1, x2), axis=-1)
+    return snp.sum(snp.conjugate(x1) * x2, axis=-1, dtype=dtype)
 
 
 def inner(a: Any, b: Any) -> Any:
