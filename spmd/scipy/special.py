@@ -54,6 +54,9 @@ def _inexact(name: str, *args: Any) -> list[Any]:
 
 def expit(x: Any) -> Any:
     """The logistic sigmoid ``1 / (1 + exp(-x))``. Example: ``expit(logits)``."""
+    dtype, _ = result_dtype(aval_of(x))
+    if dtype.kind in "biu":  # as the other functions here: bool -> float16, as NumPy's ufuncs
+        x = snp.astype(x, float_dtype(dtype))
     return logistic_p.bind(x)
 
 
