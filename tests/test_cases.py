@@ -172,6 +172,14 @@ def test_every_function_is_checked_on_every_dtype_on_scalars_and_on_size_0():
         if case.error is None:
             works.add(case.name)
     names = {case.name for case in CASES}
+    # The standard's names for NumPy's functions (acos is arccos) share the dtypes' rows.
+    same = {}
+    for n in names:
+        same.setdefault(id(getattr(snp, n, n)), set()).add(n)
+    for group in same.values():
+        covered = set().union(*(dtypes[n] for n in group))
+        for n in group:
+            dtypes[n] = covered
     assert {n for n in names if not set(DTYPES) <= dtypes[n]} == set()
     assert names - scalars == set()
     assert names - empties == set()
