@@ -60,6 +60,7 @@ from spmd.sharding.device import (
     process_count,
     process_index,
 )
+from spmd.transforms import remat_policies as checkpoint_policies
 from spmd.transforms.autodiff import grad, jvp, value_and_grad, vjp
 from spmd.transforms.closure_convert import closure_convert
 from spmd.transforms.custom_derivatives import custom_jvp, custom_vjp
@@ -112,6 +113,7 @@ __all__ = [
     "TracerBoolConversionError",
     "UnexpectedTracerError",
     "checkpoint",
+    "checkpoint_policies",
     "closure_convert",
     "config",
     "custom_jvp",

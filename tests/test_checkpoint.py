@@ -106,16 +106,20 @@ def test_fori_loop_and_cond_and_grad_of_grad():
           hess.sum(0), rtol=1e-10)  # fmt: skip
 
 
-def test_vmap_and_static_argnums():
+@pytest.mark.parametrize("policy", [None, "dots_saveable"])
+def test_vmap_and_static_argnums(policy):
     w, xs = RNG.normal(size=(3, 3)), RNG.normal(size=(4, 2, 3))
 
     def f(w, x, power):
         return (layer(w, x) ** power).sum()
 
-    g = spmd.checkpoint(f, static_argnums=(2,))
+    chosen = policy and getattr(spmd.checkpoint_policies, policy)
+    g = spmd.checkpoint(f, static_argnums=(2,), policy=chosen)
     got = spmd.vmap(spmd.grad(lambda w, x: g(w, x, 3)), in_axes=(None, 0))(w, xs)
     want = np.stack([fd_grad(lambda v, x=x: float((numpy_layer(v, x) ** 3).sum()), w) for x in xs])
     close(got, want)
+    outer = spmd.grad(lambda w: spmd.vmap(lambda x: g(w, x, 3))(xs).sum())(w)  # batched, then jvp
+    close(outer, want.sum(0))
 
 
 @pytest.mark.parametrize("jitted", [False, True], ids=["eager", "jit"])
@@ -133,3 +137,46 @@ def test_sharded_and_in_shard_map_bodies(jitted):
     )  # fmt: skip
     y = RNG.normal(size=16)
     close(wrap(body)(y), 2 * np.sin(y) * np.cos(y), rtol=1e-12)
+
+
+POLICIES = ["nothing_saveable", "everything_saveable", "dots_saveable", "checkpoint_dots"]
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_policies_give_the_same_gradients(policy):
+    chosen = getattr(spmd.checkpoint_policies, policy)
+    w, xs = RNG.normal(size=(3, 3)) * 0.5, RNG.normal(size=(5, 2, 3)) * 0.5
+    step = spmd.checkpoint(lambda c, x: (c * 0.5 + layer(c, x).T @ x * 0.3, None), policy=chosen)
+
+    def loss(w, xs):
+        c, _ = lax.scan(step, w, xs)
+        return (c * c).sum()
+
+    want = fd_grad(lambda v: numpy_scan_loss(v, xs), w)
+    close(spmd.grad(loss)(w, xs), want)
+    close(spmd.jit(spmd.grad(loss))(w, xs), want)
+    f = spmd.checkpoint(lambda w, x: layer(w, x).sum(), policy=chosen)
+    close(spmd.grad(f)(w, xs[0]), fd_grad(lambda v: float(numpy_layer(v, xs[0]).sum()), w))
+    hess = spmd.jacfwd(spmd.grad(lambda w, x: layer(w, x).sum()))(w, xs[0])
+    close(spmd.jacfwd(spmd.grad(f))(w, xs[0]), hess, rtol=1e-10)
+
+
+def test_dots_saveable_keeps_the_products_per_scan_step():
+    w, ms = RNG.normal(size=(3, 3)), RNG.normal(size=(7, 3, 3))
+    policies = spmd.checkpoint_policies
+
+    def stacked(policy):
+        step = spmd.checkpoint(lambda h, m: (snp.tanh(h @ m) @ m, None), policy=policy)
+        loss = lambda w, xs: lax.scan(step, w[:2], xs)[0].sum()  # noqa: E731
+        return _stacked_residual_bytes(loss, w, ms)
+
+    carry = 2 * 3 * 8
+    # the carry; with dots, the products h @ m and tanh(..) @ m (2x3 each) as well
+    assert stacked(None) == stacked(policies.nothing_saveable) == 7 * carry
+    assert stacked(policies.dots_saveable) == 7 * 3 * carry
+
+
+def test_static_argnums_out_of_range_is_an_error():
+    f = spmd.checkpoint(lambda x, n: x * n, static_argnums=(2,))
+    with pytest.raises(spmd.SpmdValueError, match="static_argnums"):
+        spmd.grad(lambda x: f(x, 2.0))(1.0)

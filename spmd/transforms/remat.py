@@ -21,40 +21,55 @@ from spmd.core.primitive import Primitive, Rules
 from spmd.core.program import Program
 from spmd.core.trace import ProgramTrace, Tracer, aval_of, current_trace, tracing
 from spmd.core.varying import program_varying
+from spmd.errors import SpmdValueError
 from spmd.transforms.control_flow.partitioning import lower_call, refuse_collectives
-from spmd.transforms.control_flow.programs import jvp_program
+from spmd.transforms.control_flow.programs import close, jvp_program
 from spmd.transforms.custom_calls import _transpose_call, batch_program
+from spmd.transforms.remat_saved import jvp_with_saved, with_saved_outputs
 from spmd.tree_util import tree_flatten, tree_unflatten
 
 
-def _impl(xp, *args, call: Program, name: str):
+def _impl(xp, *args, call: Program, name: str, num_saved: int):
     refuse_collectives([call], name)
     return compiled(call, xp)(*args)
 
 
-def _jvp(primals, primal_out, tangents, *, call: Program, name: str):
+def _jvp(primals, primal_out, tangents, *, call: Program, name: str, num_saved: int):
     moving = [t is not None for t in tangents]
-    program, has = jvp_program(call, moving, [False] * len(call.outvars), primals_out=False)
-    found = remat_call_p.bind(
-        *primals, *(t for t in tangents if t is not None), call=program, name=name
-    )
-    rest = iter(found)
+    if num_saved:
+        saved = list(primal_out[len(primal_out) - num_saved :])
+        program, has = jvp_with_saved(call, num_saved, moving)
+    else:
+        saved = []
+        program, has = jvp_program(call, moving, [False] * len(call.outvars), primals_out=False)
+    operands = [*primals, *saved, *(t for t in tangents if t is not None)]
+    rest = iter(_bind_closed(program, operands, name, 0))
     return [next(rest) if h else None for h in has]
 
 
-def _batch(args, dims, *, call: Program, name: str):
+def _batch(args, dims, *, call: Program, name: str, num_saved: int):
     size = next(aval_of(a).shape[d] for a, d in zip(args, dims, strict=True) if d is not None)
-    outs = remat_call_p.bind(*args, call=batch_program(call, dims, size), name=name)
+    outs = _bind_closed(batch_program(call, dims, size), args, name, num_saved)
     return outs, [0] * len(outs)
+
+
+def _bind_closed(program: Program, operands, name: str, num_saved: int) -> list:
+    """A ``remat_call`` of a traced ``program`` (the values it captured lead its operands)."""
+    (closed,), consts = close([program])
+    return remat_call_p.bind(*consts, *operands, call=closed, name=name, num_saved=num_saved)
+
+
+def _transpose(cotangents, *operands, call: Program, name: str, num_saved: int):
+    return _transpose_call(cotangents, *operands, call=call)
 
 
 remat_call_p = Primitive(
     "remat_call",
     Rules(
-        shape=lambda *avals, call, name: [v.aval for v in call.outvars],
+        shape=lambda *avals, call, name, num_saved: [v.aval for v in call.outvars],
         impl=_impl,
         jvp=_jvp,
-        transpose=lambda cts, *operands, call, name: _transpose_call(cts, *operands, call=call),
+        transpose=_transpose,
         batch=_batch,
         per_device=lower_call,
         varying=lambda eqn, operands: program_varying(eqn.params["call"], operands),
@@ -86,17 +101,19 @@ def checkpoint(
 ) -> Callable:
     """``fun``, differentiated by recomputing its intermediates in the backward pass instead
     of keeping them (``jax.checkpoint`` / ``jax.remat``): only its inputs are saved, also
-    per step inside a ``lax.scan`` body. ``static_argnums`` are Python values fixed into the
-    traced function; ``policy`` and ``prevent_cse`` are accepted for JAX code (every
-    intermediate is recomputed). Example: ``grad(lambda w: checkpoint(layer)(w, x).sum())(w)``.
+    per step inside a ``lax.scan`` body. ``policy`` (see ``spmd.checkpoint_policies``)
+    names intermediates to keep as well; ``static_argnums`` are Python values fixed into the
+    traced function; ``prevent_cse`` is accepted for JAX code.
+    Example: ``grad(lambda w: checkpoint(layer)(w, x).sum())(w)``.
     """
-    del prevent_cse, policy
+    del prevent_cse  # each remat_call is its own equation: nothing merges it with another
     static = {static_argnums} if isinstance(static_argnums, int) else set(static_argnums)
     name = getattr(fun, "__name__", "checkpoint")
 
     @functools.wraps(fun)
     def rematerialized(*args: Any, **kwargs: Any) -> Any:
-        fixed = {k % len(args) for k in static} if args else set()
+        _check_static(static, len(args), name)
+        fixed = {k % len(args) for k in static}
         dynamic = tuple(a for k, a in enumerate(args) if k not in fixed)
         leaves, in_tree = tree_flatten((dynamic, kwargs))
         if not _differentiated(leaves):
@@ -108,10 +125,20 @@ def checkpoint(
             return fun(*full, **kw)
 
         program, consts, out_tree = _traced(flat, leaves, in_tree)
-        outs = remat_call_p.bind(*consts, *leaves, call=program, name=name)
-        return tree_unflatten(out_tree, outs)
+        program, num_saved = with_saved_outputs(program, policy)
+        outs = remat_call_p.bind(*consts, *leaves, call=program, name=name, num_saved=num_saved)
+        return tree_unflatten(out_tree, outs[: len(outs) - num_saved])
 
     return rematerialized
+
+
+def _check_static(static: set[int], count: int, name: str) -> None:
+    wrong = sorted(k for k in static if not -count <= k < count)
+    if wrong:
+        raise SpmdValueError(
+            f"checkpoint({name}): static_argnums {wrong} name no positional argument of the "
+            f"{count} it was called with; give indices below {count}, or pass those arguments."
+        )
 
 
 def _differentiated(leaves: list) -> bool:

@@ -51,7 +51,12 @@ def scan_transpose(cts, operands, bind_scan, *, body, num_consts, num_carry, len
         [a for a, lin in zip(carry_out, carry_lin, strict=True) if not lin] + made_res,
     )
     k_consts, k_init, k_xs = _known_parts(consts, init, xs, linear_in, num_consts, num_carry)
-    forward = bind_scan(known_program, k_consts, k_init, k_xs, length, reverse)
+    # Nothing to carry or stack (every residual read from xs): no forward scan at all.
+    forward = (
+        bind_scan(known_program, k_consts, k_init, k_xs, length, reverse)
+        if known_program.outvars
+        else []
+    )
     made = iter(forward[len(k_init) :])
     residuals = [xs_known[v] if v in xs_known else next(made) for v in stacked_res]
 
