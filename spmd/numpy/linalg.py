@@ -15,8 +15,31 @@ from spmd.core.trace import aval_of
 from spmd.errors import ShapeError, SpmdTypeError, shape_str
 from spmd.numpy.creation import zeros_like
 from spmd.numpy.elementwise import conjugate, multiply  # type: ignore[attr-defined]
-from spmd.numpy.linalg_decompositions import cholesky  # noqa: F401 (NumPy has no np.cholesky)
+from spmd.numpy.linalg_compositions import (  # noqa: F401 (spmd.numpy.linalg's, not spmd.numpy's)
+    cross,
+    diagonal,
+    matrix_norm,
+    matrix_power,
+    trace,
+    vector_norm,
+)
+from spmd.numpy.linalg_decompositions import (  # noqa: F401 (spmd.numpy.linalg's, not spmd.numpy's)
+    cholesky,
+    det,
+    eigh,
+    eigvalsh,
+    inv,
+    matrix_rank,
+    pinv,
+    qr,
+    slogdet,
+    solve,
+    svd,
+    svdvals,
+)
+from spmd.numpy.manipulation import matrix_transpose  # noqa: F401
 from spmd.numpy.placement import takes_out_sharding
+from spmd.numpy.products import vecdot  # noqa: F401
 from spmd.numpy.shaping import astype, reshape
 from spmd.prims.contraction import LETTERS, einsum_p
 
