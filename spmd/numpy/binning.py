@@ -47,7 +47,7 @@ def searchsorted(a: Any, v: Any, side: str = "left", sorter: Any = None, *, meth
     snp = _snp()
     if side not in ("left", "right"):
         raise SpmdValueError(f"spmd.numpy.searchsorted: side={side!r}; pass 'left' or 'right'.")
-    a, v = asarray(a), asarray(v)
+    a, v = (w if isinstance(w, np.ndarray) else asarray(w) for w in (a, v))  # as in interp
     if aval_of(a).ndim != 1:
         raise ShapeError(
             f"spmd.numpy.searchsorted: a is {aval_of(a)}; it must be 1-D (sorted ascending)."
@@ -127,7 +127,7 @@ def histogram(a: Any, bins: Any = 10, range: Any = None, density: Any = None, we
             low, high = (np.asarray(r, dtype) for r in range)
             if low > high:
                 raise SpmdValueError(f"spmd.numpy.histogram: range={range} must be (low, high).")
-        same = snp.asarray(low == high)
+        same = low == high
         half = np.asarray(0.5, dtype)
         low, high = snp.where(same, low - half, low), snp.where(same, high + half, high)
         edges = snp.linspace(low, high, count + 1, dtype=dtype)
@@ -158,7 +158,9 @@ def interp(x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None, period
     snp = _snp()
     if period is not None:
         raise SpmdValueError("spmd.numpy.interp: period= is not supported; drop it.")
-    x, xp, fp = asarray(x), asarray(xp), asarray(fp)
+    # NumPy samples stay NumPy constants of the trace; the interval's ends are taken, not
+    # indexed, as the interval is traced
+    x, xp, fp = (v if isinstance(v, np.ndarray) else asarray(v) for v in (x, xp, fp))
     if aval_of(xp).ndim != 1 or aval_of(fp).shape != aval_of(xp).shape or aval_of(xp).size == 0:
         raise ShapeError(
             f"spmd.numpy.interp: xp is {aval_of(xp)} and fp {aval_of(fp)}; they must be 1-D, "
@@ -171,7 +173,7 @@ def interp(x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None, period
         inner = snp.broadcast_to(fp[0], aval_of(x).shape)
     else:
         j = snp.clip(searchsorted(xp, x, side="right") - 1, 0, n - 2)
-        x0, x1, f0, f1 = xp[j], xp[j + 1], fp[j], fp[j + 1]
+        x0, x1, f0, f1 = (snp.take(v, k) for v in (xp, fp) for k in (j, j + 1))
         slope = (f1 - f0) / (x1 - x0)
         inner = snp.where(x == x1, f1, slope * (x - x0) + f0)
     low = fp[0] if left is None else np.asarray(left, dtype)
@@ -180,7 +182,10 @@ def interp(x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None, period
     return snp.where(snp.isnan(x), np.asarray(np.nan, dtype), result)
 
 
-# Exported from spmd/numpy/__init__.py as attributes; they join __all__ once the case table
-# (tests/cases/) has rows for them.
-__all__: list[str] = []
-ATTRIBUTES = ["bincount", "histogram", "interp", "searchsorted"]
+__all__ = [
+    "bincount",
+    "histogram",
+    "interp",
+    "searchsorted",
+]
+ATTRIBUTES: list[str] = []

@@ -78,7 +78,14 @@ def _traced_unique(x: Any, equal_nan: bool, size: int, fill: Any) -> tuple:
     found = snp.arange(size + 1) < distinct
     ends = snp.where(found[1:], starts[1:], n)
     starts, found = snp.where(found[:size], starts[:size], 0), found[:size]
-    fill_value = ordered[0] if fill is None else snp.asarray(fill).astype(aval.dtype)
+    if fill is None:
+        fill_value = ordered[0]
+    else:  # a NumPy constant of the trace (or the traced fill itself)
+        fill_value = (
+            fill.astype(aval.dtype)
+            if isinstance(fill, Tracer)
+            else np.asarray(fill).astype(aval.dtype)
+        )
     values = snp.where(found, ordered[starts], fill_value)
     index = snp.where(found, order[starts], 0)
     counts = snp.where(found, ends - starts, 0)
@@ -170,7 +177,11 @@ def isin(element: Any, test_elements: Any, assume_unique: bool = False, invert: 
     return snp.logical_not(found) if invert else found
 
 
-# Exported from spmd/numpy/__init__.py as attributes; they join __all__ once the case table
-# (tests/cases/) has rows for them.
-__all__: list[str] = []
-ATTRIBUTES = ["isin", "unique", "unique_all", "unique_counts", "unique_inverse", "unique_values"]
+__all__ = [
+    "isin",
+    "unique",
+]
+# Exported from spmd/numpy/__init__.py as attributes: whose result's shape depends on the data
+# (no size=), they cannot run under jit, so the case table has no rows for them (the
+# differential suite checks them eagerly).
+ATTRIBUTES = ["unique_all", "unique_counts", "unique_inverse", "unique_values"]

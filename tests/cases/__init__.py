@@ -23,9 +23,11 @@ from tests.cases.manipulation import _manipulation
 from tests.cases.nn import NUMPY_NN, _nn
 from tests.cases.reductions import _reductions
 from tests.cases.select import DISCONTINUOUS, KNOWN_BUGS, cases_for, shape_preserving
+from tests.cases.sets_and_bins import _sets_and_bins
 from tests.cases.shape import _shape
 from tests.cases.sorting import _sorting
 from tests.cases.special import _special
+from tests.cases.statistics import _products, _statistics
 from tests.cases.table import (
     BOOL,
     CASES,
@@ -59,6 +61,9 @@ _sorting()
 _diagonals()
 _manipulation()
 _control()
+_statistics()
+_products()
+_sets_and_bins()
 _fft()
 _special()
 _linalg()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import strategies as st
 
+from tests.cases.sets_and_bins import numpy_unique
 from tests.differential.calls import Sig, make_call
 from tests.differential.compare import Call, magnitude
 from tests.differential.generate import (
@@ -127,28 +128,6 @@ def take_along_axis(draw):
 
 
 # -------------------------------------------------------------------------------- sets
-
-
-def _padded(values: np.ndarray, size: int, fill) -> np.ndarray:
-    filler = (values[0] if values.size else 0) if fill is None else fill
-    pad = np.full(max(size - values.size, 0), filler, values.dtype)
-    return np.concatenate([values[:size], pad])
-
-
-def numpy_unique(x, size, fill, return_index, return_inverse, return_counts):
-    """numpy.unique with JAX's ``size=``/``fill_value=``: the first ``size`` values, padded with
-    ``fill_value`` (the smallest value by default), index and counts padded with 0."""
-    x = np.asarray(x)
-    values, index, inverse, counts = np.unique(
-        x, return_index=True, return_inverse=True, return_counts=True
-    )
-    if size is not None:
-        values, index, counts = (
-            _padded(values, size, fill), _padded(index, size, 0), _padded(counts, size, 0)
-        )  # fmt: skip
-    extra = [r for r, wanted in ((index, return_index), (inverse.reshape(x.shape), return_inverse),
-                                 (counts, return_counts)) if wanted]  # fmt: skip
-    return (values, *extra) if extra else values
 
 
 @st.composite
