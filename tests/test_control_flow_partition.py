@@ -264,3 +264,19 @@ def test_a_loop_with_collectives_over_uneven_blocks_is_refused():
     f = spmd.jit(spmd.shard_map(block, mesh=mesh, in_specs=P("i"), out_specs=P("i")))
     with pytest.raises(spmd.ShapeError, match="split unevenly"):
         f(np.arange(10.0))
+
+
+def test_a_body_giving_one_value_twice_gives_two_values():
+    # Each of the cond's outputs lets go of its blocks at its own last use.
+    mesh = spmd.make_mesh((2,), ("a",))
+    x = spmd.device_put(np.float64(0.7), spmd.NamedSharding(mesh, P()))
+    w = spmd.device_put(np.float64(-0.3), spmd.NamedSharding(mesh, P()))
+
+    def f(x, w):
+        return lax.cond(snp.sum(x > 0), lambda a, b: a + b, lambda a, b: a * b, x, w)
+
+    grads = spmd.jit(lambda x, w: spmd.grad(f, argnums=(0, 1))(x, w))(x, w)
+    assert [float(g) for g in grads] == [1.0, 1.0]
+    twice = spmd.jit(lambda x: lax.cond(x > 0, lambda a: (a, a), lambda a: (a, -a), x))
+    a, b = twice(x)
+    assert float(snp.sin(a) + 0.0) == float(np.sin(0.7)) and float(b * 2.0) == 1.4

@@ -147,7 +147,7 @@ class _Run:
             elif isinstance(step, PerDevice):
                 env[step.var] = {p: on(devices[p], step.values[p]) for p in positions}
             elif isinstance(step, Alias):
-                env[step.dst] = env[step.src]
+                env[step.dst] = dict(env[step.src])  # each lets go of its blocks on its own
             elif isinstance(step, FromHost):
                 value = host[step.host]
                 if type(value) in PYTHON_SCALARS:  # keeps its weak type: 2.5 * f32 stays f32
@@ -175,8 +175,10 @@ class _Run:
         library = self.mesh.devices.flat[0].library
         plan = plan_of(block, block.steps, block.outvars, library)
         self.steps(block.steps, plan, env, host, speaker)
+        # A copy per output: a body may give one value twice, and each of the caller's values
+        # lets go of its blocks on its own.
         return [
-            self.read(atom, sharding, env)
+            dict(self.read(atom, sharding, env))
             for atom, sharding in zip(block.outvars, block.out_shardings, strict=True)
         ]
 
