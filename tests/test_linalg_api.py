@@ -236,17 +236,51 @@ def test_complex_slogdet_and_det_jvp_match_finite_differences():
     check_jvp(snp.linalg.eigvalsh, (h,), (t,))
 
 
-@pytest.mark.parametrize("name", ["svdvals", "qr", "svd", "pinv", "matrix_norm"])
-def test_decompositions_without_a_jvp_rule_say_so(name):
-    f = {
-        "svdvals": snp.linalg.svdvals,
-        "qr": lambda a: snp.linalg.qr(a).R,
-        "svd": lambda a: snp.linalg.svd(a).S,
-        "pinv": snp.linalg.pinv,
-        "matrix_norm": lambda a: snp.linalg.matrix_norm(a, ord=2),
-    }[name]
-    with pytest.raises(SpmdTypeError, match="no derivative rule"):
-        spmd.grad(lambda a: snp.sum(f(a)))(well_conditioned((), 3, np.float64))
+def svd_fixed_in_phase(a, full_matrices=False):
+    """svd with each singular vector pair scaled so that U's first row is real and positive."""
+    u, s, vh = snp.linalg.svd(a, full_matrices=full_matrices)
+    first = u[..., :1, :]
+    phase = snp.conjugate(first) / snp.abs(first)
+    return u * phase, s, vh * snp.linalg.matrix_transpose(snp.conjugate(phase))
+
+
+def qr_fixed_in_phase(a):
+    """qr with R's diagonal real and positive (Q's columns scaled to match)."""
+    q, r = snp.linalg.qr(a)
+    d = snp.linalg.diagonal(r)
+    phase = d / snp.abs(d)
+    return q * phase[..., None, :], r * snp.conjugate(phase)[..., :, None]
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128])
+@pytest.mark.parametrize("shape", [(2, 4, 4), (2, 5, 3), (2, 3, 5)])
+def test_svd_and_qr_derivatives_match_finite_differences(shape, dtype):
+    a, t = RNG.normal(size=shape).astype(dtype), RNG.normal(size=shape).astype(dtype)
+    if dtype == np.complex128:
+        a, t = a + 1j * RNG.normal(size=shape), t + 1j * RNG.normal(size=shape)
+    for k in range(3):
+        check_jvp(lambda a, k=k: svd_fixed_in_phase(a)[k], (a,), (t,))
+    check_jvp(snp.linalg.svdvals, (a,), (t,))
+    check_jvp(snp.linalg.pinv, (a,), (t,))
+    check_jvp(lambda a: snp.linalg.matrix_norm(a, ord="nuc"), (a,), (t,))
+    if shape[-2] >= shape[-1]:
+        for k in range(2):
+            check_jvp(lambda a, k=k: qr_fixed_in_phase(a)[k], (a,), (t,))
+    if dtype == np.float64:
+        check_vjp(lambda a: svd_fixed_in_phase(a)[0], (a,), (t,))
+        check_vjp(snp.linalg.pinv, (a,), (t,))
+
+
+def test_derivatives_where_the_factors_are_not_unique_are_refused():
+    wide, tall = RNG.normal(size=(3, 5)), RNG.normal(size=(5, 3))
+    with pytest.raises(SpmdTypeError, match="full_matrices=False"):
+        spmd.grad(lambda a: snp.sum(snp.linalg.svd(a).U))(tall)
+    with pytest.raises(SpmdTypeError, match="reduced QR"):
+        spmd.grad(lambda a: snp.sum(snp.linalg.qr(a).R))(wide)
+    with pytest.raises(SpmdTypeError, match="reduced QR"):
+        spmd.grad(lambda a: snp.sum(snp.linalg.qr(a, mode="complete").Q))(tall)
+    close(spmd.grad(lambda a: snp.sum(snp.linalg.svd(a, full_matrices=True).S))(tall[:3]),
+          spmd.grad(lambda a: snp.sum(snp.linalg.svdvals(a)))(tall[:3]), 1e-12)  # fmt: skip
 
 
 # --- vmap and sharding ------------------------------------------------------------------------

@@ -9,9 +9,8 @@ dimensions, on which every element of every result depends. The operands of one 
 share their batch dimensions (the front ends in spmd.numpy.linalg broadcast them).
 
 A singular matrix gives inf or NaN from ``inv`` and ``solve`` (for that matrix alone), as
-JAX's do under jit, where NumPy raises. ``inv``, ``solve``, ``det``, ``slogdet`` and ``eigh``
-have jvp rules; ``qr`` and ``svd`` have none yet, and differentiating them raises
-SpmdTypeError naming them.
+JAX's do under jit, where NumPy raises. Every one has a jvp rule (svd's and qr's are in
+spmd/prims/linalg_lapack_jvp.py), and ``solve`` a transpose rule in its right-hand side.
 """
 
 from __future__ import annotations
@@ -27,6 +26,7 @@ from spmd.prims import namespace
 from spmd.prims.contraction import LETTERS, einsum_p
 from spmd.prims.derivatives import batch_size, batch_to_front, bind, convert, instantiate
 from spmd.prims.linalg import _linalg_errors, check_matrices, matmul
+from spmd.prims.linalg_lapack_jvp import qr_jvp, svd_jvp
 from spmd.sharding.rules import Factors
 
 
@@ -313,6 +313,6 @@ solve_p = _primitive("solve", _solve_shape, _solve_impl, _solve_jvp, transpose=_
 det_p = _primitive("det", _det_shape, _det_impl, _det_jvp)
 slogdet_p = _primitive("slogdet", _slogdet_shape, _slogdet_impl, _slogdet_jvp, multiple=True)
 eigh_p = _primitive("eigh", _eigh_shape, _eigh_impl, _eigh_jvp, multiple=True)
-qr_p = _primitive("qr", _qr_shape, _qr_impl, multiple=True)
-svd_p = _primitive("svd", _svd_shape, _svd_impl, multiple=True)
+qr_p = _primitive("qr", _qr_shape, _qr_impl, qr_jvp, multiple=True)
+svd_p = _primitive("svd", _svd_shape, _svd_impl, svd_jvp, multiple=True)
 _PRIMITIVES.update({p.name: p for p in (inv_p, solve_p, det_p, slogdet_p, eigh_p, qr_p, svd_p)})
