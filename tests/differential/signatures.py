@@ -28,13 +28,16 @@ from tests.differential.generate import (
 UNARY = [
     "abs", "absolute", "arccos", "arcsin", "arctan", "ceil", "conj", "conjugate", "copy",
     "cos", "exp", "expm1", "floor", "imag", "invert", "isfinite", "isnan", "log", "log1p",
-    "logical_not", "negative", "positive", "real", "sign", "sin", "sqrt", "tan", "tanh"
+    "logical_not", "negative", "positive", "real", "sign", "sin", "sqrt", "tan", "tanh",
+    "sinh", "cosh", "arcsinh", "arccosh", "arctanh", "log2", "log10", "square", "trunc", "isinf",
+    "signbit", "acos", "asin", "atan", "acosh", "asinh", "atanh", "bitwise_invert",
 ]  # fmt: skip
 BINARY = [
     "add", "arctan2", "bitwise_and", "bitwise_or", "bitwise_xor", "divide", "equal",
     "floor_divide", "greater", "greater_equal", "less", "less_equal", "logical_and",
     "logical_or", "maximum", "minimum", "mod", "multiply", "not_equal", "power", "remainder",
-    "subtract", "true_divide"
+    "subtract", "true_divide", "hypot", "copysign", "logaddexp", "logical_xor", "left_shift",
+    "right_shift", "atan2", "pow", "bitwise_left_shift", "bitwise_right_shift",
 ]  # fmt: skip
 REAL_DTYPES = tuple(d for d in ALL_DTYPES if d.kind != "c")
 
@@ -317,6 +320,8 @@ SIGS = [
     *[_sig(n, sorting, n) for n in ("sort", "argsort")],
     *[_sig(f"nn.{n}", nn_call, n) for n in ("gelu", "log_softmax", "logsumexp", "one_hot")],
     *[_sig(f"nn.{n}", nn_call, n) for n in ("relu", "sigmoid", "softmax")],
+    *[_sig(f"nn.{n}", nn_call, n) for n in ("silu", "swish", "softplus", "log_sigmoid")],
+    *[_sig(f"nn.{n}", nn_call, n) for n in ("elu", "leaky_relu", "glu", "standardize")],
     *[_sig(n, filled, n) for n in ("zeros", "ones", "empty", "full")],
     *[_sig(n, like, n) for n in ("zeros_like", "ones_like", "empty_like")],
     _sig("full_like", like, "full_like", plain_errors={"OverflowError": "NumPy's own"}),
