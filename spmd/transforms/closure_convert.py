@@ -7,9 +7,10 @@ from collections.abc import Callable
 from typing import Any
 
 from spmd.core.program import Program
-from spmd.core.trace import ProgramTrace, Tracer, aval_of, tracing
+from spmd.core.trace import Tracer
 from spmd.errors import SpmdTypeError
 from spmd.transforms.bodies import run_program
+from spmd.transforms.traced import trace_leaves
 from spmd.tree_util import tree_flatten, tree_unflatten
 
 
@@ -23,12 +24,7 @@ def closure_convert(fun: Callable, *example_args: Any) -> tuple[Callable, list]:
     gives ``consts == [w]``, and ``f(x, w)`` computes ``x * w``.
     """
     leaves, in_tree = tree_flatten(example_args)
-    trace = ProgramTrace()
-    tracers = [trace.new_arg(aval_of(x)) for x in leaves]
-    with tracing(trace):
-        out = fun(*tree_unflatten(in_tree, tracers))
-    out_leaves, out_tree = tree_flatten(out)
-    program = trace.finish([t.node for t in tracers], out_leaves)
+    program, out_tree = trace_leaves(lambda xs: fun(*tree_unflatten(in_tree, xs)), leaves)
     traced = [isinstance(c, Tracer) for c in program.consts]
     kept = [c for c, t in zip(program.consts, traced, strict=True) if not t]
     hoisted = [c for c, t in zip(program.consts, traced, strict=True) if t]

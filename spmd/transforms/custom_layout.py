@@ -15,8 +15,9 @@ from typing import Any
 from spmd.core.ad import zeros
 from spmd.core.aval import ShapedArray
 from spmd.core.program import Program
-from spmd.core.trace import ProgramTrace, aval_of, tracing
+from spmd.core.trace import aval_of
 from spmd.errors import ShapeError, SpmdTypeError
+from spmd.transforms.traced import hoisted, trace_leaves
 from spmd.tree_util import tree_flatten, tree_unflatten
 
 
@@ -82,17 +83,15 @@ class Layout:
 def trace_custom(fun: Callable, layout: Layout) -> tuple[Program, list, Any]:
     """``fun`` traced on the layout's operands: its Program (closed-over values hoisted into
     the first operands), those values, and its output tree."""
-    trace = ProgramTrace()
-    operands = [*layout.nondiff_arrays, *layout.diff_leaves]
-    tracers = [trace.new_arg(aval_of(x)) for x in operands]
     split = len(layout.nondiff_arrays)
-    with tracing(trace):
+
+    def call(tracers):
         diff = tree_unflatten(layout.in_tree, tracers[split:])
-        out = fun(*layout.full_args(tracers[:split], diff))
-    out_leaves, out_tree = tree_flatten(out)
-    program = trace.finish([t.node for t in tracers], out_leaves)
-    hoisted = Program([], program.constvars + program.invars, program.equations, program.outvars)
-    return hoisted, list(program.consts), out_tree
+        return fun(*layout.full_args(tracers[:split], diff))
+
+    traced, out_tree = trace_leaves(call, [*layout.nondiff_arrays, *layout.diff_leaves])
+    program, consts = hoisted(traced)
+    return program, consts, out_tree
 
 
 def check_like(what: str, name: str, got: Any, tree, avals: Sequence[ShapedArray], is_leaf=None):

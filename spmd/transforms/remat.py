@@ -19,13 +19,14 @@ from spmd.core.ad import JVPTrace
 from spmd.core.interpret import compiled
 from spmd.core.primitive import Primitive, Rules
 from spmd.core.program import Program
-from spmd.core.trace import ProgramTrace, Tracer, aval_of, current_trace, tracing
+from spmd.core.trace import Tracer, aval_of, current_trace
 from spmd.core.varying import program_varying
 from spmd.errors import SpmdValueError
 from spmd.transforms.control_flow.partitioning import lower_call, refuse_collectives
 from spmd.transforms.control_flow.programs import close, jvp_program
 from spmd.transforms.custom_calls import _transpose_call, batch_program
 from spmd.transforms.remat_saved import jvp_with_saved, with_saved_outputs
+from spmd.transforms.traced import hoisted, trace_leaves
 from spmd.tree_util import tree_flatten, tree_unflatten
 
 
@@ -79,19 +80,6 @@ remat_call_p = Primitive(
 )
 
 
-def _traced(fun: Callable, leaves: list, in_tree) -> tuple[Program, list, Any]:
-    """``fun`` traced on ``leaves``' types: its Program with the values it closes over as
-    its first inputs, those values, and its output tree."""
-    trace = ProgramTrace()
-    tracers = [trace.new_arg(aval_of(x)) for x in leaves]
-    with tracing(trace):
-        out = fun(*tree_unflatten(in_tree, tracers))
-    out_leaves, out_tree = tree_flatten(out)
-    program = trace.finish([t.node for t in tracers], out_leaves)
-    hoisted = Program([], program.constvars + program.invars, program.equations, program.outvars)
-    return hoisted, list(program.consts), out_tree
-
-
 def checkpoint(
     fun: Callable,
     *,
@@ -124,7 +112,8 @@ def checkpoint(
             full = [args[k] if k in fixed else next(it) for k in range(len(args))]
             return fun(*full, **kw)
 
-        program, consts, out_tree = _traced(flat, leaves, in_tree)
+        traced, out_tree = trace_leaves(lambda xs: flat(*tree_unflatten(in_tree, xs)), leaves)
+        program, consts = hoisted(traced)
         program, num_saved = with_saved_outputs(program, policy)
         outs = remat_call_p.bind(*consts, *leaves, call=program, name=name, num_saved=num_saved)
         return tree_unflatten(out_tree, outs[: len(outs) - num_saved])
