@@ -49,7 +49,7 @@ def batch_program(program: Program, dims: Sequence[int | None], size: int) -> Pr
     return trace.finish([t.node for t in tracers], list(outs))
 
 
-def _transpose_call(cotangents, *operands, call: Program, **params) -> list:
+def transpose_call(cotangents, *operands, call: Program, **params) -> list:
     """A call in a linear program: its body transposed (the operands that are not linear
     are its residuals)."""
     linear = [i for i, x in enumerate(operands) if isinstance(x, UndefinedPrimal)]
@@ -137,7 +137,7 @@ class BatchedJvpRule:
 
 custom_jvp_call_p = Primitive(
     "custom_jvp_call",
-    _common_rules(jvp=_jvp_call_jvp, batch=_jvp_call_batch, transpose=_transpose_call),
+    _common_rules(jvp=_jvp_call_jvp, batch=_jvp_call_batch, transpose=transpose_call),
     multiple_results=True,
 )
 

@@ -24,7 +24,7 @@ from spmd.core.varying import program_varying
 from spmd.errors import SpmdValueError
 from spmd.transforms.control_flow.partitioning import lower_call, refuse_collectives
 from spmd.transforms.control_flow.programs import close, jvp_program
-from spmd.transforms.custom_calls import _transpose_call, batch_program
+from spmd.transforms.custom_calls import transpose_call, batch_program
 from spmd.transforms.remat_saved import jvp_with_saved, with_saved_outputs
 from spmd.transforms.traced import hoisted, trace_leaves
 from spmd.tree_util import tree_flatten, tree_unflatten
@@ -61,7 +61,7 @@ def _bind_closed(program: Program, operands, name: str, num_saved: int) -> list:
 
 
 def _transpose(cotangents, *operands, call: Program, name: str, num_saved: int):
-    return _transpose_call(cotangents, *operands, call=call)
+    return transpose_call(cotangents, *operands, call=call)
 
 
 remat_call_p = Primitive(
