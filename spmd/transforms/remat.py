@@ -24,7 +24,7 @@ from spmd.core.varying import program_varying
 from spmd.errors import SpmdValueError
 from spmd.transforms.control_flow.partitioning import lower_call, refuse_collectives
 from spmd.transforms.control_flow.programs import close, jvp_program
-from spmd.transforms.custom_calls import transpose_call, batch_program
+from spmd.transforms.custom_calls import batch_program, transpose_call
 from spmd.transforms.remat_saved import jvp_with_saved, with_saved_outputs
 from spmd.transforms.traced import hoisted, trace_leaves
 from spmd.tree_util import tree_flatten, tree_unflatten
