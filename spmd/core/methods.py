@@ -8,11 +8,7 @@ spmd.numpy, a layer above core: ``spmd/__init__.py`` installs them on this class
 
 from __future__ import annotations
 
-import importlib
-
 import numpy as np
-
-_API_VERSIONS = ("2021.12", "2022.12", "2023.12")
 
 
 class ArrayMethods:
@@ -37,33 +33,6 @@ class ArrayMethods:
     @property
     def nbytes(self) -> int:
         return self.size * self.dtype.itemsize
-
-    # ---- the Array API standard's protocol ------------------------------------------------
-    def __array_namespace__(self, *, api_version: str | None = None):
-        """spmd.numpy, the namespace of functions on these arrays (the standard's protocol)."""
-        namespace = importlib.import_module("spmd.numpy")  # above core: looked up, not imported
-        if api_version not in (None, *_API_VERSIONS):
-            from spmd.errors import SpmdValueError
-
-            raise SpmdValueError(
-                f"__array_namespace__: api_version={api_version!r} is not one spmd.numpy "
-                f"implements; pass one of {', '.join(_API_VERSIONS)}, or None for "
-                f"{namespace.__array_api_version__}."
-            )
-        return namespace
-
-    # The shift operators, through the namespace (spmd/numpy/methods.py has the others).
-    def __lshift__(self, other):
-        return self.__array_namespace__().left_shift(self, other)
-
-    def __rlshift__(self, other):
-        return self.__array_namespace__().left_shift(other, self)
-
-    def __rshift__(self, other):
-        return self.__array_namespace__().right_shift(self, other)
-
-    def __rrshift__(self, other):
-        return self.__array_namespace__().right_shift(other, self)
 
     # ---- concrete values (a tracer has none: its __array__ says so) ---------------------
     def item(self, *args):

@@ -14,9 +14,12 @@ import numpy as np
 
 import spmd.numpy as snp
 from spmd.core.methods import ArrayMethods
+from spmd.errors import SpmdValueError
 from spmd.numpy.elementwise import _power_operator
 from spmd.numpy.indexing import _getitem
 from spmd.numpy.updates import IndexUpdates
+
+_API_VERSIONS = ("2021.12", "2022.12", "2023.12")  # the standard's versions spmd.numpy meets
 
 
 def _binary(name: str, reflected: bool = False):
@@ -54,6 +57,16 @@ class NumpyMethods:
     def __getitem__(self, index: Any):
         return _getitem(self, index)
 
+    def __array_namespace__(self, *, api_version: str | None = None):
+        """spmd.numpy, the namespace of functions on these arrays (the standard's protocol)."""
+        if api_version not in (None, *_API_VERSIONS):
+            raise SpmdValueError(
+                f"__array_namespace__: api_version={api_version!r} is not one spmd.numpy "
+                f"implements; pass one of {', '.join(_API_VERSIONS)}, or None for "
+                f"{snp.__array_api_version__}."
+            )
+        return snp
+
     def __pow__(self, other):  # ``x ** 2`` is NumPy's square: bools give int8, not int64
         return _power_operator(self, other)
 
@@ -61,6 +74,8 @@ class NumpyMethods:
     __and__, __rand__ = _binary("bitwise_and"), _binary("bitwise_and", True)
     __or__, __ror__ = _binary("bitwise_or"), _binary("bitwise_or", True)
     __xor__, __rxor__ = _binary("bitwise_xor"), _binary("bitwise_xor", True)
+    __lshift__, __rlshift__ = _binary("left_shift"), _binary("left_shift", True)
+    __rshift__, __rrshift__ = _binary("right_shift"), _binary("right_shift", True)
     __lt__, __le__ = _binary("less"), _binary("less_equal")
     __gt__, __ge__ = _binary("greater"), _binary("greater_equal")
     __eq__, __ne__ = _binary("equal"), _binary("not_equal")  # type: ignore[assignment]
