@@ -111,8 +111,6 @@ class Array(ArrayMethods):
             raise SpmdValueError(
                 f"to_device: stream={stream!r}, but spmd has no streams; leave stream=None."
             )
-        from spmd.runtime.put import device_put  # put builds Arrays: it imports this module
-
         return device_put(self, device)
 
     # ---- shards -------------------------------------------------------------------
