@@ -7,6 +7,8 @@ from typing import Any
 
 import numpy as np
 
+from spmd.sharding.device import devices
+
 _DTYPES = {
     "bool": np.dtype(np.bool_),
     **{f"int{b}": np.dtype(f"int{b}") for b in (8, 16, 32, 64)},
@@ -36,14 +38,10 @@ class NamespaceInfo:
         return {"boolean indexing": True, "data-dependent shapes": True, "max dimensions": 64}
 
     def default_device(self) -> Any:
-        import spmd
-
-        return spmd.devices()[0]
+        return devices()[0]
 
     def devices(self) -> list[Any]:
-        import spmd
-
-        return list(spmd.devices())
+        return list(devices())
 
     def default_dtypes(self, *, device: Any = None) -> dict[str, np.dtype]:
         return {
