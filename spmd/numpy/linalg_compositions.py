@@ -54,7 +54,7 @@ def _real_dtype(dtype: np.dtype) -> np.dtype:
     return dtype if dtype.kind == "f" else np.dtype(np.float64)
 
 
-def _floating(x: Any, who: str) -> Any:
+def _floating(x: Any) -> Any:
     """``x`` as an spmd array of a floating or complex dtype (integers and bools: float64)."""
     snp = _snp()
     x = snp.asarray(x)
@@ -75,7 +75,7 @@ def vector_norm(
     elements), ``ord`` any real but not NaN (``inf``: largest magnitude; ``-inf``: smallest;
     0: the count of nonzeros). Example: ``vector_norm(x, axis=-1, ord=1)``."""
     snp = _snp()
-    x = _floating(x, "vector_norm")
+    x = _floating(x)
     aval = aval_of(x)
     who = "spmd.numpy.linalg.vector_norm"
     if isinstance(ord, (bool, str)) or not isinstance(ord, (int, float)) or math.isnan(ord):
@@ -108,7 +108,7 @@ def matrix_norm(x: Any, /, *, keepdims: bool = False, ord: Any = "fro") -> Any:
     'fro', 'nuc' (sum of singular values), 1/-1 (largest/smallest column sum of magnitudes),
     inf/-inf (row sums), 2/-2 (largest/smallest singular value)."""
     snp = _snp()
-    x = _floating(_matrices(x, "matrix_norm"), "matrix_norm")
+    x = _floating(_matrices(x, "matrix_norm"))
     magnitude = snp.abs(x)
     if ord == "fro":
         norm = snp.sqrt(snp.sum(magnitude * magnitude, axis=(-2, -1)))

@@ -86,7 +86,7 @@ def _triangular_solve_shape(a: ShapedArray, b: ShapedArray, *, left_side: bool, 
 # --- implementations -------------------------------------------------------------------------
 
 
-def _linalg_errors(xp) -> tuple[type[BaseException], ...]:
+def linalg_errors(xp) -> tuple[type[BaseException], ...]:
     """The exception a namespace's factorizations raise on a matrix they cannot factor."""
     errors: tuple[type[BaseException], ...] = (np.linalg.LinAlgError,)
     if namespace.is_torch(xp):
@@ -101,7 +101,7 @@ def _cholesky_impl(xp, x):
     factor = np.linalg.cholesky if xp is np else xp.linalg.cholesky
     try:
         return factor(x)
-    except _linalg_errors(xp):  # some matrix is not positive definite: NaN for it alone
+    except linalg_errors(xp):  # some matrix is not positive definite: NaN for it alone
         pass
     n = x.shape[-1]
     flat = xp.reshape(x, (-1, n, n))
@@ -110,7 +110,7 @@ def _cholesky_impl(xp, x):
     for k in range(flat.shape[0]):
         try:
             members.append(factor(flat[k, ...]))
-        except _linalg_errors(xp):
+        except linalg_errors(xp):
             members.append(nan)
     return xp.reshape(xp.stack(members), x.shape)
 
@@ -155,7 +155,7 @@ def _triangular_solve_impl(xp, a, b, *, left_side, lower, transpose_a, conjugate
     solve = np.linalg.solve if xp is np else xp.linalg.solve
     try:
         x = solve(a, b)
-    except _linalg_errors(xp):  # a zero on the diagonal
+    except linalg_errors(xp):  # a zero on the diagonal
         x = _substitute(xp, a, b, lower=lower)
     return x if left_side else _swap(xp, x)
 

@@ -25,7 +25,7 @@ from spmd.errors import ShapeError, SpmdTypeError
 from spmd.prims import namespace
 from spmd.prims.contraction import LETTERS, einsum_p
 from spmd.prims.derivatives import batch_size, batch_to_front, bind, convert, instantiate
-from spmd.prims.linalg import _linalg_errors, check_matrices, matmul
+from spmd.prims.linalg import check_matrices, linalg_errors, matmul
 from spmd.prims.linalg_lapack_jvp import qr_jvp, svd_jvp
 from spmd.sharding.rules import Factors
 
@@ -107,7 +107,7 @@ def _each_matrix(xp, routine, x, *rest):
     alone, NaN for the singular ones."""
     try:
         return routine(x, *rest)
-    except _linalg_errors(xp):
+    except linalg_errors(xp):
         pass
     n = x.shape[-1]
     flat = xp.reshape(x, (-1, n, n))
@@ -117,7 +117,7 @@ def _each_matrix(xp, routine, x, *rest):
         parts = [o[k, ...] for o in others]
         try:
             members.append(routine(flat[k, ...], *parts))
-        except _linalg_errors(xp):
+        except linalg_errors(xp):
             like = parts[0] if parts else flat[k, ...]
             members.append(xp.full(like.shape, float("nan"), dtype=like.dtype))
     shape = rest[0].shape if rest else x.shape
@@ -151,7 +151,10 @@ def _eigh_impl(xp, x, *, lower):
     mirrored = xp.matrix_transpose(triangle)
     if namespace.numpy_dtype(xp, x).kind == "c":
         mirrored = xp.conj(mirrored)
-    w, v = xp.linalg.eigh(triangle + mirrored + (xp.tril(x) - xp.tril(x, k=-1)))
+    diagonal = xp.tril(x) - xp.tril(x, k=-1)
+    if namespace.numpy_dtype(xp, x).kind == "c":  # LAPACK reads the diagonal's real part
+        diagonal = (diagonal + xp.conj(diagonal)) / 2
+    w, v = xp.linalg.eigh(triangle + mirrored + diagonal)
     return w, v
 
 
