@@ -33,5 +33,12 @@ def _iota_block(params, in_shapes, out_shapes, in_dtypes, out_bounds) -> dict:
 # ``start + step * i`` for i in range(size): an integer arange, exact in every block.
 iota_p = Primitive(
     "iota",
-    Rules(shape=_iota_shape, impl=_iota_impl, sharding=_iota_sharding, local_params=_iota_block),
+    Rules(
+        shape=_iota_shape,
+        impl=_iota_impl,
+        sharding=_iota_sharding,
+        local_params=_iota_block,
+        jvp=lambda primals, out, tangents, **params: None,  # no operands: nothing moves it
+        batch=lambda args, dims, **params: (iota_p.bind(**params), None),  # the same per member
+    ),
 )

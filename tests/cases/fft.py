@@ -87,8 +87,10 @@ def _frequencies_and_shifts():
             add(f"fft.{name}", transform(name, **kwargs), ((5,),) if not kwargs else ((4, 5),),
                 ((3, 0),) if kwargs.get("axes") == 0 else ((2, 3, 5),), label=_label(**kwargs),
                 family="shape")  # fmt: skip
-        # 0-d: no axes to shift, the input back, as JAX's (NumPy's roll fails on no axes)
-        add(f"fft.{name}", lambda m, x, f=name: x.copy() if m is np else getattr(m.fft, f)(x),
+        # 0-d: no axes to shift, the input back, as JAX's (NumPy's roll fails on no axes);
+        # random programs (tests/test_partition.py) apply the row to other shapes too
+        add(f"fft.{name}", lambda m, x, f=name: getattr(m.fft, f)(x) if m is not np or x.ndim
+            else x.copy(),
             ((),), label="0-d", family="shape")  # fmt: skip
     for n, d in ((1, 1.0), (8, 0.5), (7, 2.0)):
         for name in ("fftfreq", "rfftfreq"):
