@@ -16,10 +16,11 @@ from typing import Any
 import numpy as np
 
 import spmd.numpy as snp
-import spmd.random as random
 from spmd.core.aval import check_dtype
 from spmd.errors import ShapeError, SpmdTypeError, SpmdValueError
 from spmd.lax.special import erf_inv
+from spmd.random import normal as random_normal
+from spmd.random import uniform as random_uniform
 
 __all__ = ["constant", "glorot_normal", "glorot_uniform", "he_normal", "he_uniform",
            "kaiming_normal", "kaiming_uniform", "lecun_normal", "lecun_uniform", "normal",
@@ -84,7 +85,7 @@ def uniform(scale: float = 1e-2, dtype: Any = np.float32) -> Initializer:
 
     def init(key: Any, shape: int | Sequence[int], dtype: Any = dtype) -> Any:
         dtype = _float("uniform", dtype)
-        return random.uniform(key, _shape("uniform", shape), dtype) * scale
+        return random_uniform(key, _shape("uniform", shape), dtype) * scale
 
     return init
 
@@ -94,7 +95,7 @@ def normal(stddev: float = 1e-2, dtype: Any = np.float32) -> Initializer:
 
     def init(key: Any, shape: int | Sequence[int], dtype: Any = dtype) -> Any:
         dtype = _float("normal", dtype)
-        return random.normal(key, _shape("normal", shape), dtype) * stddev
+        return random_normal(key, _shape("normal", shape), dtype) * stddev
 
     return init
 
@@ -103,7 +104,7 @@ def _truncated_standard_normal(key: Any, shape: tuple[int, ...], dtype: np.dtype
     """Standard normal samples conditioned on (-2, 2): a uniform between the CDF's values
     at -2 and 2, through the normal quantile ``sqrt(2) * erfinv(2u - 1)``."""
     low, high = _CDF_MINUS_2, 1 - _CDF_MINUS_2
-    u = random.uniform(key, shape, dtype, minval=low, maxval=high)
+    u = random_uniform(key, shape, dtype, minval=low, maxval=high)
     return snp.clip(math.sqrt(2) * erf_inv(2 * u - 1), -2, 2)
 
 
@@ -183,9 +184,9 @@ def variance_scaling(
             sample = _truncated_standard_normal(key, shape, dtype)
             return sample * (stddev / _TRUNCATED_STDDEV)
         if distribution == "normal":
-            return random.normal(key, shape, dtype) * stddev
+            return random_normal(key, shape, dtype) * stddev
         limit = math.sqrt(3) * stddev  # uniform on (-a, a) has variance a**2 / 3
-        return random.uniform(key, shape, dtype, minval=-limit, maxval=limit)
+        return random_uniform(key, shape, dtype, minval=-limit, maxval=limit)
 
     return init
 
