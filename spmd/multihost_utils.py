@@ -43,7 +43,14 @@ def process_allgather(in_tree: Any, tiled: bool = False) -> Any:
     leaves, tree = tree_flatten(in_tree)
     host = [x for x in leaves if not isinstance(x, Array)]
     values = [host_array(x, "process_allgather argument") for x in host]
-    _agree(values, tree, "process_allgather's arguments")
+    # An Array must be the same global Array on every process: the same devices included (a
+    # process-local result, each on its own device, is host data: pass np.asarray of it)
+    arrays = [
+        f"{aval_str(x.shape, x.dtype)} on devices {sorted(d.id for d in x.sharding.device_set)}"
+        for x in leaves
+        if isinstance(x, Array)
+    ]
+    _agree(values, f"{tree}\n" + "\n".join(arrays), "process_allgather's arguments")
     gathered = iter(_gather_host(values, tiled))
     return tree_unflatten(tree, [_whole(x) if isinstance(x, Array) else next(gathered)
                                  for x in leaves])  # fmt: skip

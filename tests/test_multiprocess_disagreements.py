@@ -76,3 +76,10 @@ def test_processes_that_disagree_on_a_global_shape_both_raise():
     for p in range(2):
         assert said[p].startswith("raised:"), said[p]
         assert "(8, 3)" in said[p] and "(7, 3)" in said[p], said[p]
+
+
+def test_process_allgather_of_process_local_arrays_raises_on_both():
+    said, _, _ = launch("local_arrays")
+    for p in range(2):
+        assert said[p].startswith("raised:"), said[p]
+        assert "process_allgather's arguments" in said[p], said[p]

@@ -37,7 +37,7 @@ MISSING = {"torch": "torch or array-api-compat is not installed (the torch extra
 # a namespace that loses rows (a dtype dropped from dtypes_held) fails
 # test_rows_each_namespace_runs.
 MAY_LACK = {"array_api_strict": {"float16"}, "torch": {"uint16", "uint32", "uint64"}}
-AT_LEAST_SHARE = 0.98
+AT_LEAST_SHARE = 0.97  # the rows of bool inputs NumPy takes to float16 grow with the table
 
 
 def _quiet():

@@ -141,10 +141,17 @@ def size_large() -> Callable:
     return size(large=16384)
 
 
+def local_arrays() -> Callable:
+    """process_allgather of each process's own result (jit of host data: on its own
+    device), which is not one global Array."""
+    local = spmd.jit(lambda v: v * 2)(np.arange(3.0))
+    return lambda: spmd.multihost_utils.process_allgather(local)
+
+
 SCENARIOS = {
     f.__name__: f
     for f in (order, order_shard_map, order_pmap, collective_kind, global_shape,
-              dtype_shard_map, dtype_reshard, size, size_large)
+              dtype_shard_map, dtype_reshard, size, size_large, local_arrays)
 }  # fmt: skip
 
 
