@@ -83,6 +83,7 @@ def can_cast(from_, to, casting="safe"):
     """NumPy's ``can_cast``, taking spmd arrays too."""
     return np.can_cast(_numpy_operand(from_), to, casting=casting)
 
+
 nan, inf, pi, e, euler_gamma = np.nan, np.inf, np.pi, np.e, np.euler_gamma
 newaxis = None
 
