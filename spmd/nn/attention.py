@@ -90,11 +90,11 @@ def dot_product_attention(
             f"spmd.nn.dot_product_attention: implementation={implementation!r} is not "
             f"available; spmd has only the reference one: pass None or 'xla'."
         )
-    query, key, value = (_inexact(a) for a in (query, key, value))
     unbatched = aval_of(query).ndim == 3
     if unbatched:
         query, key, value = (snp.expand_dims(a, 0) for a in (query, key, value))
-    b, t, n, h, s, k = _check(query, key, value)
+    b, t, n, h, s, k = _check(query, key, value)  # before any cast: shapes are checked first
+    query, key, value = (_inexact(a) for a in (query, key, value))
     bias, mask = _batched("bias", bias, unbatched), _batched("mask", mask, unbatched)
     if mask is not None and aval_of(mask).dtype != np.bool_:
         raise SpmdTypeError(
