@@ -17,3 +17,10 @@ if not hasattr(_np, "cumulative_sum"):  # NumPy < 2.1 (the oldest CI pass): the 
         return _np.concatenate([_np.zeros(shape, total.dtype), total], axis=axis)
 
     _np.cumulative_sum = _cumulative_sum
+
+if not hasattr(_np, "unstack"):  # NumPy < 2.1, likewise
+
+    def _unstack(x, /, *, axis=0):
+        return tuple(_np.moveaxis(_np.asarray(x), axis, 0))
+
+    _np.unstack = _unstack
