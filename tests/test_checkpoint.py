@@ -8,6 +8,7 @@ import pytest
 import spmd
 import spmd.numpy as snp
 from spmd import P, lax
+from tests.jax_docs.oracles import numerical_gradient as fd_grad
 
 RNG = np.random.default_rng(11)
 
@@ -18,16 +19,6 @@ def layer(w, x):
 
 def numpy_layer(w, x):
     return np.tanh(np.sin(x @ w) * 1.5 + x.sum())
-
-
-def fd_grad(f, x, eps=1e-6):
-    x = np.asarray(x, np.float64)
-    out = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        e = np.zeros_like(x)
-        e[i] = eps
-        out[i] = (f(x + e) - f(x - e)) / (2 * eps)
-    return out
 
 
 def close(a, b, rtol=1e-6):
