@@ -204,9 +204,21 @@ def searchsorted(draw):
     return make_call("searchsorted", a, v, **kw)
 
 
+def _bincount_takes(dtype) -> bool:
+    """NumPy before 2.1 refuses uint64 (no safe cast to intp); spmd follows today's NumPy."""
+    try:
+        np.bincount(np.zeros(0, dtype))
+    except TypeError:
+        return False
+    return True
+
+
+_BINCOUNT_DTYPES = [d for d in ALL_DTYPES if d.kind in "biu" and _bincount_takes(d)]
+
+
 @st.composite
 def bincount(draw, with_length: bool):
-    dtype = draw(st.sampled_from([d for d in ALL_DTYPES if d.kind in "biu"]))
+    dtype = draw(st.sampled_from(_BINCOUNT_DTYPES))
     x = draw(arrays(dtype, draw(shapes(min_dims=1, max_dims=1)), edges=False))
     if dtype.kind == "i" and (with_length or draw(st.integers(0, 7)) > 0):
         x = np.abs(x)  # negative values NumPy refuses (and JAX's length= drops) now and then
