@@ -1,80 +1,38 @@
 """spmd.lax: operations below spmd.numpy: sharding constraints, collectives, dynamic slices,
-loops; spmd.lax.linalg: decompositions and triangular solves."""
+loops, general contractions, convolutions, windowed reductions; spmd.lax.linalg:
+decompositions and triangular solves."""
 
-from spmd.lax import linalg
-from spmd.lax.collectives import (
-    all_gather,
-    all_to_all,
-    axis_index,
-    axis_size,
-    pcast,
-    pmax,
-    pmean,
-    pmin,
-    ppermute,
-    psum,
-    psum_scatter,
-    pvary,
+from spmd.lax import (
+    collectives,
+    control,
+    convolution,
+    elementwise,
+    linalg,
+    operators,
+    resharding,
+    slicing,
+    special,
+    windows,
 )
-from spmd.lax.control import (
-    cond,
-    fori_loop,
-    map,
-    scan,
-    select,
-    stop_gradient,
-    switch,
-    while_loop,
-)
-from spmd.lax.elementwise import clamp, integer_pow, rsqrt
-from spmd.lax.resharding import reshard, with_sharding_constraint
-from spmd.lax.slicing import (
-    dynamic_index_in_dim,
-    dynamic_slice,
-    dynamic_slice_in_dim,
-    dynamic_update_index_in_dim,
-    dynamic_update_slice,
-    dynamic_update_slice_in_dim,
-)
-from spmd.lax.special import digamma, erf, erf_inv, erfc, lgamma, polygamma
+from spmd.lax.collectives import *  # noqa: F403
+from spmd.lax.control import *  # noqa: F403
+from spmd.lax.convolution import *  # noqa: F403
+from spmd.lax.elementwise import *  # noqa: F403
+from spmd.lax.operators import *  # noqa: F403
+from spmd.lax.resharding import *  # noqa: F403
+from spmd.lax.slicing import *  # noqa: F403
+from spmd.lax.special import *  # noqa: F403
+from spmd.lax.windows import *  # noqa: F403
 
 __all__ = [
-    "all_gather",
-    "all_to_all",
-    "axis_index",
-    "axis_size",
-    "clamp",
-    "cond",
-    "digamma",
-    "dynamic_index_in_dim",
-    "dynamic_slice",
-    "dynamic_slice_in_dim",
-    "dynamic_update_index_in_dim",
-    "dynamic_update_slice",
-    "dynamic_update_slice_in_dim",
-    "erf",
-    "erf_inv",
-    "erfc",
-    "fori_loop",
-    "integer_pow",
-    "lgamma",
     "linalg",
-    "map",
-    "pcast",
-    "pmax",
-    "pmean",
-    "pmin",
-    "polygamma",
-    "ppermute",
-    "psum",
-    "psum_scatter",
-    "pvary",
-    "reshard",
-    "rsqrt",
-    "scan",
-    "select",
-    "stop_gradient",
-    "switch",
-    "while_loop",
-    "with_sharding_constraint",
+    *collectives.__all__,
+    *control.__all__,
+    *convolution.__all__,
+    *elementwise.__all__,
+    *operators.__all__,
+    *resharding.__all__,
+    *slicing.__all__,
+    *special.__all__,
+    *windows.__all__,
 ]

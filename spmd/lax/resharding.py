@@ -36,3 +36,6 @@ def reshard(x: Any, out_shardings: Any) -> Any:
 def _each_leaf(who: str, x: Any, shardings: Any) -> Any:
     targets = tree_broadcast_prefix(shardings, x, is_leaf=_is_target)
     return tree_map_with_path(lambda path, leaf, t: _constrain(who, path, leaf, t), x, targets)
+
+
+__all__ = ["reshard", "with_sharding_constraint"]

@@ -193,3 +193,13 @@ def _axis(name: str, axis: int, ndim: int) -> int:
     if not -ndim <= axis < ndim:
         raise ShapeError(f"lax.{name}: axis={axis} is out of range for {ndim} dimensions.")
     return axis % ndim
+
+
+__all__ = [
+    "dynamic_index_in_dim",
+    "dynamic_slice",
+    "dynamic_slice_in_dim",
+    "dynamic_update_index_in_dim",
+    "dynamic_update_slice",
+    "dynamic_update_slice_in_dim",
+]
