@@ -7,7 +7,7 @@ import spmd
 import spmd.numpy as snp
 from spmd import NamedSharding, P
 from spmd.sharding.device_program import Compute
-from spmd.sharding.reshard import cost
+from spmd.sharding.plans import cost
 from spmd.sharding.rules import ValueSharding
 
 GRID = spmd.make_mesh((2, 4), ("x", "y"))

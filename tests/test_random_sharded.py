@@ -10,7 +10,7 @@ import spmd
 from spmd import NamedSharding, P
 from spmd.debug import count_collectives
 from spmd.sharding.device_program import Compute
-from spmd.sharding.reshard import value_layout
+from spmd.sharding.plans import value_layout
 
 MESHES = {"8": ((8,), ("x",)), "2x4": ((2, 4), ("x", "y")), "2x2x2": ((2, 2, 2), ("x", "y", "z"))}
 SHAPES = [(16, 8), (7, 5), (3,), (0, 4), (0,), ()]

@@ -12,7 +12,7 @@ import spmd
 from spmd import NamedSharding, P
 from spmd.debug import count_collectives
 from spmd.sharding.device_program import Reshard
-from spmd.sharding.reshard import COLLECTIVES, plan
+from spmd.sharding.plans import COLLECTIVES, plan
 from spmd.sharding.rules import ValueSharding
 from tests.test_partition import (
     SHARDED,

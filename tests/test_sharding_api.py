@@ -110,3 +110,9 @@ def test_make_mesh_over_chosen_devices():
     m = spmd.make_mesh((2, 2), ("a", "b"), devices=devices)
     assert [d.id for d in m.devices.flat] == [4, 5, 6, 7]
     assert PartitionSpec is P
+
+
+def test_reshard_is_importable_where_jax_keeps_it():
+    from spmd.sharding import reshard
+
+    assert reshard is spmd.reshard is spmd.lax.reshard

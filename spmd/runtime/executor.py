@@ -46,7 +46,7 @@ from spmd.sharding.device_program_text import as_text
 from spmd.sharding.layout import bounds_to_slices
 from spmd.sharding.mesh import Mesh, device_groups
 from spmd.sharding.named import NamedSharding
-from spmd.sharding.reshard import value_layout
+from spmd.sharding.plans import value_layout
 
 
 def local_positions(mesh: Mesh) -> tuple[int, ...]:

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from spmd.core.primitive import CollectiveRules
 from spmd.core.program import Equation, Literal, Program, Var
 from spmd.sharding.mesh import Mesh
+from spmd.sharding.plans import Step
 from spmd.sharding.propagate import Propagation
-from spmd.sharding.reshard import Step
 from spmd.sharding.rules import ValueSharding
 
 

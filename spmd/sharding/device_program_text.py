@@ -18,7 +18,7 @@ from spmd.sharding.device_program import (
     Reshard,
     blocks_of,
 )
-from spmd.sharding.reshard import format_bytes, value_layout
+from spmd.sharding.plans import format_bytes, value_layout
 from spmd.sharding.rules import ValueSharding
 
 

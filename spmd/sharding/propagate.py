@@ -21,7 +21,7 @@ import numpy as np
 
 from spmd.core.program import Equation, Literal, Program, Var
 from spmd.sharding.mesh import Mesh
-from spmd.sharding.reshard import cost
+from spmd.sharding.plans import cost
 from spmd.sharding.rules import (
     Decision,
     Factors,

@@ -24,8 +24,8 @@ from spmd.sharding.device_program import (
 )
 from spmd.sharding.layout import bounds_to_slices
 from spmd.sharding.mesh import Mesh
+from spmd.sharding.plans import plan, value_layout
 from spmd.sharding.propagate import BodiesDecision, propagate
-from spmd.sharding.reshard import plan, value_layout
 from spmd.sharding.rules import ValueSharding
 
 

@@ -26,7 +26,7 @@ from spmd.runtime.put import device_put
 from spmd.sharding.device import process_index
 from spmd.sharding.mesh import Mesh, current_mesh
 from spmd.sharding.named import NamedSharding
-from spmd.sharding.reshard import value_layout
+from spmd.sharding.plans import value_layout
 from spmd.sharding.rules import Decision, ValueSharding
 from spmd.sharding.spec import PartitionSpec
 from spmd.transforms.blocks_trace import BlocksTracer, run_on_blocks

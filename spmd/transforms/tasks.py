@@ -24,7 +24,7 @@ from spmd.core.trace import ProgramTrace, aval_of, tracing
 from spmd.errors import ShardingError, SpmdTypeError, TaskError
 from spmd.runtime.cores import blas_threads, core_count
 from spmd.sharding.dimension_classes import Classes, dimension_classes
-from spmd.sharding.reshard import format_bytes
+from spmd.sharding.plans import format_bytes
 from spmd.transforms.task_program import (
     BlockWriter,
     Bounds,

@@ -18,8 +18,8 @@ from spmd.core.varying import program_varying
 from spmd.errors import ShapeError, SpmdTypeError
 from spmd.sharding.device_program import Block, Branch, Loop
 from spmd.sharding.mesh import Mesh
+from spmd.sharding.plans import value_layout
 from spmd.sharding.propagate import BodiesDecision, Deferred, propagate
-from spmd.sharding.reshard import value_layout
 from spmd.sharding.rules import ValueSharding
 from spmd.transforms.control_flow.programs import CollectiveInBodyError, split
 from spmd.transforms.partition import partition
