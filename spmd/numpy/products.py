@@ -1,5 +1,6 @@
 """Products of spmd.numpy built from its multiplies, sums and contractions: the Array API's
-``vecdot``, and NumPy's ``inner``, ``kron`` and 1-D ``convolve``.
+``vecdot``, and NumPy's ``inner``, ``kron`` and 1-D ``convolve`` and ``correlate`` (one
+conv_general_dilated each, spmd/prims/convolution.py).
 
 Each is exact up to the order of a sum, and shards as the broadcasts, multiplies, sums and
 contractions it is made of.
@@ -15,6 +16,7 @@ from spmd.core.axes import normalize_axis
 from spmd.core.trace import aval_of
 from spmd.errors import ShapeError, SpmdValueError
 from spmd.numpy.creation import asarray
+from spmd.prims.convolution import ConvDimensionNumbers, conv_general_dilated_p
 
 
 def _snp():
@@ -79,39 +81,72 @@ def kron(a: Any, b: Any) -> Any:
     return snp.reshape(left * right, tuple(p * q for p, q in zip(sa, sb, strict=True)))
 
 
-def convolve(a: Any, v: Any, mode: str = "full") -> Any:
-    """``numpy.convolve``: the discrete 1-D convolution, ``mode`` "full" (every overlap),
-    "same" (the length of the longer, centred) or "valid" (complete overlaps only)."""
+def _sliding_products(name: str, a: Any, v: Any, mode: str, reverse: bool) -> Any:
+    """``name`` (numpy.convolve or numpy.correlate) of 1-D ``a`` and ``v``: the kernel (``v``
+    reversed for a convolution, conjugated for a correlation) slid over ``a`` as one
+    conv_general_dilated, its padding picking the window ``mode`` keeps: "full" (every
+    overlap), "same" (the length of the longer, centred as NumPy centres it) or "valid"
+    (complete overlaps only)."""
     snp = _snp()
+    who = f"spmd.numpy.{name}"
     if mode not in ("full", "same", "valid"):
-        raise SpmdValueError(f"spmd.numpy.convolve: mode={mode!r}; pass 'full', 'same' or 'valid'.")
+        raise SpmdValueError(f"{who}: mode={mode!r}; pass 'full', 'same' or 'valid'.")
     a, v = asarray(a), asarray(v)
-    if aval_of(a).ndim > 1 or aval_of(v).ndim > 1:
-        raise ShapeError(
-            f"spmd.numpy.convolve: a is {aval_of(a)} and v {aval_of(v)}; both must be 1-D."
-        )
-    a, v = snp.reshape(a, (-1,)), snp.reshape(v, (-1,))
-    n, m = aval_of(a).shape[0], aval_of(v).shape[0]
+    lowest = 0 if reverse else 1  # NumPy's convolve reads a 0-d operand as one element
+    if not lowest <= aval_of(a).ndim <= 1 or not lowest <= aval_of(v).ndim <= 1:
+        raise ShapeError(f"{who}: a is {aval_of(a)} and v {aval_of(v)}; both must be 1-D.")
+    n, m = aval_of(a).size, aval_of(v).size
     if n == 0 or m == 0:
-        raise SpmdValueError(f"spmd.numpy.convolve: {'a' if n == 0 else 'v'} is empty.")
-    total = n + m - 1
-    lag = np.arange(total)[:, None] - np.arange(n)[None, :]  # out[k] = sum_i a[i] v[k - i]
-    valid = (lag >= 0) & (lag < m)
+        raise SpmdValueError(
+            f"{who}: {'a' if n == 0 else 'v'} is empty; pass at least one element."
+        )
     dtype = np.result_type(aval_of(a).dtype, aval_of(v).dtype)
-    taps = snp.where(valid, v.astype(dtype)[np.clip(lag, 0, m - 1)], np.zeros((), dtype))
-    full = snp.sum(taps * a.astype(dtype)[None, :], axis=1, dtype=dtype)
-    if dtype == np.bool_:
-        full = snp.any(taps & a[None, :], axis=1)
-    if mode == "full":
-        return full
+    a, v = snp.reshape(a, (1, 1, n)).astype(dtype), snp.reshape(v, (1, 1, m)).astype(dtype)
+    if reverse:
+        v = snp.flip(v, axis=2)
+    elif dtype.kind == "c":
+        v = snp.conjugate(v)
     short, long = min(n, m), max(n, m)
-    start = (short - 1) // 2 if mode == "same" else short - 1
-    length = long if mode == "same" else long - short + 1
-    return full[start : start + length]
+    if mode == "full":
+        start, length = 0, n + m - 1
+    elif mode == "valid":
+        start, length = short - 1, long - short + 1
+    else:  # NumPy's correlate slides the longer along the shorter, which centres it late
+        start = short // 2 if not reverse and n < m else (short - 1) // 2
+        length = long
+    padding = ((m - 1 - start, start + length - n),)
+    out = conv_general_dilated_p.bind(
+        a,
+        v,
+        window_strides=(1,),
+        padding=padding,
+        lhs_dilation=(1,),
+        rhs_dilation=(1,),
+        dimension_numbers=ConvDimensionNumbers((0, 1, 2), (0, 1, 2), (0, 1, 2)),
+        feature_group_count=1,
+        batch_group_count=1,
+        preferred_element_type=None,
+    )
+    return snp.reshape(out, (length,))
+
+
+def convolve(a: Any, v: Any, mode: str = "full") -> Any:
+    """``numpy.convolve``: the discrete 1-D convolution ``sum_i a[i] v[k - i]``, ``mode``
+    "full" (every overlap), "same" (the length of the longer, centred) or "valid" (complete
+    overlaps only). Example: ``convolve(x, np.ones(3) / 3, "same")``."""
+    return _sliding_products("convolve", a, v, mode, reverse=True)
+
+
+def correlate(a: Any, v: Any, mode: str = "valid") -> Any:
+    """``numpy.correlate``: the 1-D cross-correlation ``c[k] = sum_n a[n + k] conj(v[n])``,
+    ``mode`` "valid" (complete overlaps only, the default), "same" or "full".
+    Example: ``correlate(signal, template)``."""
+    return _sliding_products("correlate", a, v, mode, reverse=False)
 
 
 __all__ = [
     "convolve",
+    "correlate",
     "inner",
     "kron",
     "vecdot",

@@ -13,6 +13,7 @@ or ``m = spmd.numpy``, keyword arguments baked in; ``shapes`` gives one shape pe
 from tests.cases.comparison import _comparison, _padding
 from tests.cases.contraction import _contraction
 from tests.cases.control import LAX_CONTROL_FLOW, NUMPY_LAX, _control
+from tests.cases.convolution import _convolution
 from tests.cases.creation import _creation
 from tests.cases.diagonals import _diagonals
 from tests.cases.elementwise import _elementwise
@@ -67,6 +68,7 @@ _sets_and_bins()
 _fft()
 _special()
 _linalg()
+_convolution()
 
 __all__ = [
     "BOOL",
