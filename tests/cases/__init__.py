@@ -47,6 +47,7 @@ from tests.cases.table import (
     make_inputs,
     numpy_result,
 )
+from tests.cases.windows import _windows
 
 # The rows, family by family, in this order (the modules' imports above are sorted by name).
 _elementwise()
@@ -69,6 +70,7 @@ _fft()
 _special()
 _linalg()
 _convolution()
+_windows()
 
 __all__ = [
     "BOOL",
