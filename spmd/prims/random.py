@@ -4,7 +4,7 @@ Element ``i`` (its flat index in the global, row-major result) gets the counter 
 its bits are ``threefry2x32(key, (i >> 32, i & 0xFFFFFFFF))``, so they depend only on the
 key, on ``i`` and on the result's shape. That is what makes the numbers the same whatever
 the sharding: a device computes ``bits_for_counters(key, counters(shape, block))`` for its
-own block only (the partitioner gives it the block's place through ``_block_params``). The
+own block only (the partitioner gives it the block's place through ``block_params``). The
 layout of bits and floats follows JAX's partitionable Threefry (``jax_threefry_partitionable``),
 so the numbers equal ``jax.random``'s for the same key.
 """
@@ -207,7 +207,7 @@ def _random_bits_impl(xp, key, *, shape, dtype, global_shape=None, start=None):
     return bits_for_counters(key, block_counters(xp, shape, global_shape, start), dtype, xp=xp)
 
 
-def _check_bound(name: str, what: str, bound: ShapedArray, shape: tuple[int, ...]) -> None:
+def check_bound(name: str, what: str, bound: ShapedArray, shape: tuple[int, ...]) -> None:
     if bound.dtype.kind not in "biuf":
         raise SpmdTypeError(f"spmd.random.{name}: {what} must be a real number, not {bound}.")
     if not _broadcasts(bound.shape, shape):
@@ -226,12 +226,12 @@ def _broadcasts(small: tuple[int, ...], shape: tuple[int, ...]) -> bool:
 
 def _uniform_shape(key, minval, maxval, *, shape, dtype):
     check_key("uniform", key)
-    _check_bound("uniform", "minval", minval, shape)
-    _check_bound("uniform", "maxval", maxval, shape)
+    check_bound("uniform", "minval", minval, shape)
+    check_bound("uniform", "maxval", maxval, shape)
     return ShapedArray(shape, dtype)
 
 
-def _uniform_impl(xp, key, minval, maxval, *, shape, dtype, global_shape=None, start=None):
+def uniform_impl(xp, key, minval, maxval, *, shape, dtype, global_shape=None, start=None):
     width = np.dtype(f"uint{dtype.itemsize * 8}")
     block = block_counters(xp, shape, global_shape, start)
     floats = unit_floats(bits_for_counters(key, block, width, xp=xp), dtype, xp)
@@ -246,7 +246,7 @@ def _normal_shape(key, *, shape, dtype):
 def _normal_impl(xp, key, *, shape, dtype, global_shape=None, start=None):
     lo = np.nextafter(np.array(-1.0, dtype), np.array(0.0, dtype))  # keeps erfinv finite
     block = {"global_shape": global_shape, "start": start}
-    u = _uniform_impl(xp, key, lo, 1.0, shape=shape, dtype=dtype, **block)
+    u = uniform_impl(xp, key, lo, 1.0, shape=shape, dtype=dtype, **block)
     return xp.asarray(erfinv(xp.asarray(u), xp) * dtype.type(math.sqrt(2)), dtype=dtype)
 
 
@@ -255,7 +255,7 @@ def _split_shape(key, *, shape):
     return ShapedArray((*shape, 2), np.dtype(np.uint32))
 
 
-def _split_impl(xp, key, *, shape, global_shape=None, start=None):
+def split_impl(xp, key, *, shape, global_shape=None, start=None):
     flat = block_counters(xp, shape, global_shape, start)
     hi, lo = (flat >> xp.uint64(32)).astype(xp.uint32), flat.astype(xp.uint32)
     return xp.stack(threefry2x32(xp, key, hi, lo), axis=-1)
@@ -280,7 +280,7 @@ def _fold_in_impl(xp, key, data):
 # --- sharding ----------------------------------------------------------------------------
 
 
-def _sampler_sharding(ins, outs, **params) -> Factors:
+def sampler_sharding(ins, outs, **params) -> Factors:
     """The key is read whole (no factor splits its dimension); every dimension of the result
     is free, and uniform's bounds broadcast against it as elementwise operands do."""
     factors = broadcast_factors([a.shape for a in ins[1:]], outs[0].shape)
@@ -293,7 +293,7 @@ def _split_sharding(ins, outs, *, shape) -> Factors:
     return Factors((((),),), ((*factors.results[0], ()),), factors.sizes)
 
 
-def _block_params(params, in_shapes, out_shapes, in_dtypes, out_bounds, *, key_words=0) -> dict:
+def block_params(params, in_shapes, out_shapes, in_dtypes, out_bounds, *, key_words=0) -> dict:
     """A device computes only its block of the result: ``shape`` becomes the block's and
     ``global_shape``/``start`` place it in the whole (``key_words``: trailing dimensions of
     the result that hold words of keys, not elements)."""
@@ -304,7 +304,7 @@ def _block_params(params, in_shapes, out_shapes, in_dtypes, out_bounds, *, key_w
     return {**params, "shape": shape, "global_shape": params["shape"], "start": start}
 
 
-def _per_member(name: str):
+def per_member(name: str):
     """Batching by generating for each batch member on its own (member ``b``'s keys and
     bounds indexed at ``b``) and stacking the results: each member's numbers are exactly
     those it would get unbatched."""
@@ -338,19 +338,19 @@ random_bits_p = Primitive(
     Rules(
         shape=_random_bits_shape,
         impl=_random_bits_impl,
-        sharding=_sampler_sharding,
-        local_params=_block_params,
-        batch=_per_member("random_bits"),
+        sharding=sampler_sharding,
+        local_params=block_params,
+        batch=per_member("random_bits"),
     ),
 )
 random_uniform_p = Primitive(
     "random_uniform",
     Rules(
         shape=_uniform_shape,
-        impl=_uniform_impl,
-        sharding=_sampler_sharding,
-        local_params=_block_params,
-        batch=_per_member("random_uniform"),
+        impl=uniform_impl,
+        sharding=sampler_sharding,
+        local_params=block_params,
+        batch=per_member("random_uniform"),
     ),
 )
 random_normal_p = Primitive(
@@ -358,19 +358,19 @@ random_normal_p = Primitive(
     Rules(
         shape=_normal_shape,
         impl=_normal_impl,
-        sharding=_sampler_sharding,
-        local_params=_block_params,
-        batch=_per_member("random_normal"),
+        sharding=sampler_sharding,
+        local_params=block_params,
+        batch=per_member("random_normal"),
     ),
 )
 threefry_split_p = Primitive(
     "threefry_split",
     Rules(
         shape=_split_shape,
-        impl=_split_impl,
+        impl=split_impl,
         sharding=_split_sharding,
-        local_params=functools.partial(_block_params, key_words=1),
-        batch=_per_member("threefry_split"),
+        local_params=functools.partial(block_params, key_words=1),
+        batch=per_member("threefry_split"),
     ),
 )
 threefry_fold_in_p = Primitive(  # its result is one key: computed whole wherever it is needed
@@ -379,6 +379,6 @@ threefry_fold_in_p = Primitive(  # its result is one key: computed whole whereve
         shape=_fold_in_shape,
         impl=_fold_in_impl,
         sharding=None,
-        batch=_per_member("threefry_fold_in"),
+        batch=per_member("threefry_fold_in"),
     ),
 )
