@@ -200,3 +200,16 @@ def test_a_collective_of_a_python_number_is_a_number_known_when_traced():
     )
     assert seen == {"size": 4, "both": 8, "mean": 2.0} and type(seen["size"]) is int
     np.testing.assert_array_equal(out, np.full((2, 4), 4.0))
+
+
+@pytest.mark.parametrize("orders", ["CCC", "FFF", "CFC", "FCF"])
+def test_an_all_reduce_sums_blocks_in_any_memory_order(orders):
+    """Blocks that are transposed products (column-major, as a weight's gradient is) or of
+    mixed orders sum exactly as row-major ones, large enough to split over the pool."""
+    from spmd.runtime.communicator import _combined
+
+    rng = np.random.default_rng(0)
+    blocks = [np.asarray(rng.standard_normal((700, 900)), order=o) for o in orders]
+    total = _combined(blocks, np.add)
+    np.testing.assert_array_equal(total, (blocks[0] + blocks[1]) + blocks[2])
+    assert total.flags.f_contiguous == (orders == "FFF")

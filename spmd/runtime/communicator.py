@@ -97,12 +97,16 @@ def _combined(members: Sequence[np.ndarray], combine: Callable, split: bool = Tr
     first = np.asarray(members[0])
     if len(members) == 1:
         return np.array(first, copy=True, order="C")
-    result = np.empty(first.shape, first.dtype)  # C order: ``target`` below is a view
     arrays = [np.asarray(m) for m in members]
-    if all(a.flags.c_contiguous for a in arrays) or result.ndim == 0:
-        arrays, target = [a.reshape(-1) for a in arrays], result.reshape(-1)  # views
-    else:  # a member in another layout (a transposed product): split by its first axis, so
-        target = result  # that the ufunc reads it in place instead of copying it first
+    # Members all in one contiguous order (column-major: transposed products, as gradients
+    # of a weight are) are combined as flat views in that order, and so is the result.
+    order = next((o for o in "CF" if all(a.flags[f"{o}_CONTIGUOUS"] for a in arrays)), None)
+    result = np.empty(first.shape, first.dtype, order=order or "C")
+    if order or result.ndim == 0:
+        arrays = [a.reshape(-1, order=order or "C") for a in arrays]  # views
+        target = result.reshape(-1, order=order or "C")
+    else:  # members in mixed layouts: split by the first axis, so that the ufunc reads
+        target = result  # each in place instead of copying it first
 
     def run(rows: slice) -> None:
         combine(arrays[0][rows], arrays[1][rows], out=target[rows])
