@@ -14,6 +14,7 @@ import spmd
 import spmd.random as sr
 from spmd import NamedSharding, P
 from spmd.debug import count_collectives
+from tests.test_backends import BACKENDS, run_with_backend
 
 KEY = sr.key(2024)
 
@@ -268,6 +269,26 @@ def test_jit_gives_the_eager_numbers_and_vmap_each_keys_numbers(name):
     batched = np.asarray(spmd.vmap(lambda k: sample(k, (4, 3)))(keys))
     for i in range(3):
         np.testing.assert_array_equal(batched[i], np.asarray(sample(keys[i], (4, 3))))
+
+
+BACKEND_DRAWS = """
+import numpy as np, spmd, spmd.random as sr
+from spmd import NamedSharding, P
+key = sr.key(5)
+target = NamedSharding(spmd.make_mesh((8,), ("x",)), P("x"))
+sharded = spmd.jit(lambda k: spmd.lax.with_sharding_constraint(sr.gamma(k, 2.0, (16,)), target))
+draws = [sr.truncated_normal(key, -1.0, 1.0, (16,)), sr.gamma(key, 0.5, (16,)), sharded(key),
+         sr.poisson(key, 20.0, (16,)), sr.bernoulli(key, 0.3, (16,)), sr.permutation(key, 16),
+         sr.categorical(key, np.zeros((16, 3)))]
+draws = [np.asarray(d).tolist() for d in draws]
+"""
+
+
+@pytest.mark.parametrize("backend", BACKENDS[1:])
+def test_every_backend_draws_the_numpy_backends_numbers(backend):
+    here: dict = {}
+    exec(BACKEND_DRAWS, here)  # this process computes with NumPy
+    assert run_with_backend(backend, BACKEND_DRAWS + "print(draws)") == f"{here['draws']}\n"
 
 
 # --- bad input ---------------------------------------------------------------------------

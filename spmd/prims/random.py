@@ -6,7 +6,8 @@ key, on ``i`` and on the result's shape. That is what makes the numbers the same
 the sharding: a device computes ``bits_for_counters(key, counters(shape, block))`` for its
 own block only (the partitioner gives it the block's place through ``block_params``). The
 layout of bits and floats follows JAX's partitionable Threefry (``jax_threefry_partitionable``),
-so the numbers equal ``jax.random``'s for the same key.
+so the numbers equal ``jax.random``'s for the same key. They are computed in NumPy whatever
+the backend (``on_host``), so they are the same on every array library.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from spmd.core.trace import aval_of
 from spmd.errors import ShapeError, SpmdTypeError
 from spmd.prims.derivatives import batch_size, bind, member_aval
 from spmd.prims.indexing import Slice
+from spmd.prims.random_host import on_host
 from spmd.sharding.rules import Factors, broadcast_factors
 
 _ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
@@ -337,7 +339,7 @@ random_bits_p = Primitive(
     "random_bits",
     Rules(
         shape=_random_bits_shape,
-        impl=_random_bits_impl,
+        impl=on_host(_random_bits_impl),
         sharding=sampler_sharding,
         local_params=block_params,
         batch=per_member("random_bits"),
@@ -347,7 +349,7 @@ random_uniform_p = Primitive(
     "random_uniform",
     Rules(
         shape=_uniform_shape,
-        impl=uniform_impl,
+        impl=on_host(uniform_impl),
         sharding=sampler_sharding,
         local_params=block_params,
         batch=per_member("random_uniform"),
@@ -357,7 +359,7 @@ random_normal_p = Primitive(
     "random_normal",
     Rules(
         shape=_normal_shape,
-        impl=_normal_impl,
+        impl=on_host(_normal_impl),
         sharding=sampler_sharding,
         local_params=block_params,
         batch=per_member("random_normal"),
@@ -367,7 +369,7 @@ threefry_split_p = Primitive(
     "threefry_split",
     Rules(
         shape=_split_shape,
-        impl=split_impl,
+        impl=on_host(split_impl),
         sharding=_split_sharding,
         local_params=functools.partial(block_params, key_words=1),
         batch=per_member("threefry_split"),
@@ -377,7 +379,7 @@ threefry_fold_in_p = Primitive(  # its result is one key: computed whole whereve
     "threefry_fold_in",
     Rules(
         shape=_fold_in_shape,
-        impl=_fold_in_impl,
+        impl=on_host(_fold_in_impl),
         sharding=None,
         batch=per_member("threefry_fold_in"),
     ),

@@ -1,5 +1,5 @@
-"""Helpers for the random primitives that run a sampler of their own (truncated normal, gamma,
-Poisson): evaluation on the host in NumPy, and draws from one key per element.
+"""Draws from one key per element, for the random primitives that run a sampler of their own
+(gamma).
 
 A sampler that loops until each element is accepted (gamma) gives element ``i`` its own key,
 ``split(key, size)[i]``, as JAX does; its scalar draws are then those of JAX's scalar
@@ -9,29 +9,11 @@ elements at once, one array of keys (uint32[2, n]) at a time.
 
 from __future__ import annotations
 
-import functools
 import math
 
 import numpy as np
 
-from spmd.prims import namespace
 from spmd.prims.random import erfinv, scale, threefry2x32, unit_floats
-
-
-def on_host(impl):
-    """``impl(np, *arrays, **params)`` for any namespace: arrays of another namespace go to
-    NumPy (through DLPack) and the result comes back to the first array's device."""
-
-    @functools.wraps(impl)
-    def run(xp, *arrays, **params):
-        if xp is np:
-            return impl(np, *(np.asarray(a) for a in arrays), **params)
-        device = next((namespace.device_of(a) for a in arrays if not namespace.is_scalar(a)), None)
-        host = [a if namespace.is_scalar(a) else np.from_dlpack(a) for a in arrays]
-        result = impl(np, *host, **params)
-        return xp.asarray(result, device=device)
-
-    return run
 
 
 def split_each(keys, num: int) -> list:

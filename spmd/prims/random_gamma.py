@@ -29,7 +29,8 @@ from spmd.prims.random import (
     sampler_sharding,
     split_impl,
 )
-from spmd.prims.random_draws import normal_each, on_host, split_each, uniform_each
+from spmd.prims.random_draws import normal_each, split_each, uniform_each
+from spmd.prims.random_host import on_host
 
 
 def _gamma_shape(key, a, *, shape, dtype, log_space):

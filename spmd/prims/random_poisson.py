@@ -16,7 +16,7 @@ import scipy.special
 from spmd.core.aval import ShapedArray
 from spmd.core.primitive import Primitive, Rules
 from spmd.prims.random import check_bound, check_key, per_member, split_impl, uniform_impl
-from spmd.prims.random_draws import on_host
+from spmd.prims.random_host import on_host
 
 _F32 = np.dtype(np.float32)
 

@@ -25,7 +25,7 @@ from spmd.prims.random import (
     sampler_sharding,
     uniform_impl,
 )
-from spmd.prims.random_draws import on_host
+from spmd.prims.random_host import on_host
 
 
 def _truncated_normal_shape(key, lower, upper, *, shape, dtype):
