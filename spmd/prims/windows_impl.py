@@ -180,14 +180,15 @@ def reduce_impl(op: str):
 
 
 def _wins(xp, piece, best, select: str, dtype: np.dtype, nan: bool = True):
-    """Where ``piece`` displaces the best so far: strictly beyond it, or a NaN (``nan``:
-    the operand may hold NaN)."""
+    """Where ``piece`` displaces the best so far: strictly beyond it, or the first NaN
+    (``nan``: the operand may hold NaN; a NaN best stays, as it does in the reduction)."""
     if dtype == np.bool_:
         return xp.logical_and(piece, xp.logical_not(best)) if select == "max" else \
             xp.logical_and(best, xp.logical_not(piece))  # fmt: skip
     wins = xp.greater(piece, best) if select == "max" else xp.less(piece, best)
     if nan and dtype.kind == "f":
-        wins = xp.logical_or(wins, xp.not_equal(piece, piece))
+        first_nan = xp.logical_and(xp.not_equal(piece, piece), xp.equal(best, best))
+        wins = xp.logical_or(wins, first_nan)
     return wins
 
 
@@ -198,7 +199,7 @@ def _may_hold_nan(x) -> bool:
 
 
 def _fold_choice(xp, x, p: Plan, select: str):
-    """Per window, the index of the tap holding the extreme element (the last NaN if any,
+    """Per window, the index of the tap holding the extreme element (the first NaN if any,
     else the first extreme one), folding tap by tap."""
     dtype = namespace.numpy_dtype(xp, x)
     xs = _buffer(xp, x, p, identity(select, dtype))
@@ -211,7 +212,7 @@ def _fold_choice(xp, x, p: Plan, select: str):
         for k, tap in enumerate(p.taps[1:], 1):
             piece = xs[tap]
             wins = _wins(np, piece, best, select, dtype, nan)
-            extreme(best, piece, out=best)  # a NaN stays, so only another NaN displaces it
+            extreme(best, piece, out=best)  # a NaN best stays: nothing displaces it
             np.maximum(chosen, wins * kind(k), out=chosen)  # k is past every earlier tap
         return chosen
     chosen = xp.zeros(p.out_shape, dtype=xp.int64, device=x.device)
@@ -240,15 +241,20 @@ def _block_choice(xp, x, p: Plan, select: str):
 _BITS = {1: np.int8, 2: np.int16, 4: np.int32, 8: np.int64}
 
 
-def _masked(xp, values, mask):
-    """``values`` where ``mask`` holds, else zeros (NumPy: by their bits, exactly and without
-    a branch per element)."""
+def _masked(xp, values, mask, out=None):
+    """``values`` where ``mask`` holds (None: everywhere), else zeros; NumPy: by their bits,
+    exactly and without a branch per element, into ``out`` if given."""
     if not namespace.is_numpy(xp):
         return xp.where(mask, values, xp.zeros_like(values))
+    if mask is None:
+        return values if out is None else np.copyto(out, values)
     bits = _BITS.get(values.dtype.itemsize)
     if bits is None or values.dtype == np.bool_:
-        return np.where(mask, values, values.dtype.type(0))
+        found = np.where(mask, values, values.dtype.type(0))
+        return found if out is None else np.copyto(out, found)
     ones = np.negative(mask.view(np.int8), dtype=bits)  # all bits set where the mask holds
+    if out is not None:
+        return np.bitwise_and(values.view(bits), ones, out=out.view(bits))
     return np.bitwise_and(values.view(bits), ones).view(values.dtype)
 
 
@@ -304,7 +310,11 @@ def _spread(xp, source, p: Plan, chosen=None):
             return block
         out[p.used] = block
         return out
+    disjoint = p.blocks is not None  # windows that do not overlap: each element in one tap
     for k, tap in enumerate(p.taps):
+        if numpy and disjoint:
+            _masked(np, source, None if chosen is None else chosen == k, out=out[tap])
+            continue
         part = source if chosen is None else _masked(xp, source, chosen == k)
         if numpy:
             view = out[tap]
