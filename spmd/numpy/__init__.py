@@ -9,6 +9,7 @@ from spmd.numpy import (
     elementwise,
     fft,  # noqa: F401  (spmd.numpy.fft, NumPy's fft module: an attribute, not in __all__)
     indexing,
+    interchange,
     linalg,
     manipulation,
     padding,
@@ -28,6 +29,7 @@ from spmd.numpy.creation import *  # noqa: F403
 from spmd.numpy.diagonals import *  # noqa: F403
 from spmd.numpy.elementwise import *  # noqa: F403
 from spmd.numpy.indexing import *  # noqa: F403
+from spmd.numpy.interchange import *  # noqa: F403
 from spmd.numpy.linalg import *  # noqa: F403
 from spmd.numpy.manipulation import *  # noqa: F403
 from spmd.numpy.padding import *  # noqa: F403
@@ -47,6 +49,7 @@ __all__ = [
     *diagonals.__all__,
     *elementwise.__all__,
     *indexing.__all__,
+    *interchange.__all__,
     *linalg.__all__,
     *manipulation.__all__,
     *padding.__all__,

@@ -10,6 +10,7 @@ import numpy as np
 
 from spmd.core.methods import ArrayMethods
 from spmd.errors import DistributedError, SpmdTypeError, SpmdValueError, aval_str
+from spmd.runtime import dlpack
 from spmd.runtime.buffers import host_view
 from spmd.runtime.pool import parallel_map
 from spmd.sharding.device import Device, process_index
@@ -184,21 +185,26 @@ class Array(ArrayMethods):
             return np.array(value, dtype=dtype, copy=True)
         return value.view()  # a view of a read-only owner can never be made writeable
 
-    def _only_buffer(self, what: str) -> Any:
-        if len(self._buffers) != 1:
-            raise SpmdTypeError(
-                f"{what} needs an Array on one device, but this one has {len(self._buffers)} "
-                f"shards here; take one shard's data (x.addressable_shards[0].data)."
-            )
-        return next(iter(self._buffers.values()))
+    def __dlpack__(
+        self,
+        /,
+        *,
+        stream: Any = None,
+        max_version: tuple[int, int] | None = None,
+        dl_device: tuple[int, int] | None = None,
+        copy: bool | None = None,
+    ) -> Any:
+        """A DLPack capsule for ``from_dlpack`` (spmd.numpy's, ``torch.from_dlpack``, ...):
+        the block of an Array on one device or fully replicated, without a copy; a sharded
+        Array gathered to the host first (spmd/runtime/dlpack.py says when it copies)."""
+        return dlpack.export(
+            self, stream=stream, max_version=max_version, dl_device=dl_device, copy=copy
+        )
 
-    def __dlpack__(self, **kwargs) -> Any:
-        """The device buffer, without a copy, for ``torch.from_dlpack`` or
-        ``cupy.from_dlpack`` (of an Array on one device, as ``shard.data`` is)."""
-        return self._only_buffer("__dlpack__").__dlpack__(**kwargs)
-
-    def __dlpack_device__(self) -> tuple:
-        return self._only_buffer("__dlpack_device__").__dlpack_device__()
+    def __dlpack_device__(self) -> tuple[int, int]:
+        """``(DLPack device type, id)`` of the block ``__dlpack__`` exports: (1, 0), the
+        host, for NumPy blocks and gathered sharded Arrays."""
+        return dlpack.dlpack_device(self)
 
     def _scalar(self, kind: type) -> Any:
         """``kind(self)`` as the installed NumPy converts, its refusal as an SpmdError."""

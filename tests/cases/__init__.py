@@ -19,6 +19,7 @@ from tests.cases.diagonals import _diagonals
 from tests.cases.elementwise import _elementwise
 from tests.cases.fft import _fft
 from tests.cases.indexing import _indexing, random_index
+from tests.cases.interchange import _interchange
 from tests.cases.linalg import LINALG, _linalg
 from tests.cases.manipulation import _manipulation
 from tests.cases.nn import NUMPY_NN, _nn
@@ -71,6 +72,7 @@ _special()
 _linalg()
 _convolution()
 _windows()
+_interchange()
 
 __all__ = [
     "BOOL",

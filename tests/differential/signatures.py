@@ -30,7 +30,7 @@ UNARY = [
     "cos", "exp", "expm1", "floor", "imag", "invert", "isfinite", "isnan", "log", "log1p",
     "logical_not", "negative", "positive", "real", "sign", "sin", "sqrt", "tan", "tanh",
     "sinh", "cosh", "arcsinh", "arccosh", "arctanh", "log2", "log10", "square", "trunc", "isinf",
-    "signbit", "acos", "asin", "atan", "acosh", "asinh", "atanh", "bitwise_invert",
+    "signbit", "acos", "asin", "atan", "acosh", "asinh", "atanh", "bitwise_invert", "from_dlpack",
 ]  # fmt: skip
 BINARY = [
     "add", "arctan2", "bitwise_and", "bitwise_or", "bitwise_xor", "divide", "equal",
