@@ -9,6 +9,7 @@ import numpy as np
 from spmd.core.aval import host_array, result_dtype
 from spmd.core.trace import aval_of
 from spmd.errors import SpmdOverflowError, SpmdTypeError, SpmdValueError
+from spmd.numpy import special_values
 from spmd.numpy.creation import asarray
 from spmd.numpy.shaping import astype
 from spmd.prims.elementwise import (
@@ -24,9 +25,13 @@ from spmd.prims.elementwise import (
 
 def _unary(name: str):
     primitive = UNARY[name]
+    complex_values = special_values.COMPLEX.get(name)
 
     def fn(x: Any):
-        return primitive.bind(_operand(x, f"spmd.numpy.{name}: x"))
+        x = _operand(x, f"spmd.numpy.{name}: x")
+        if complex_values is not None and aval_of(x).dtype.kind == "c":
+            return complex_values(asarray(x))  # a Python complex: complex128, as in NumPy
+        return primitive.bind(x)
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"Elementwise ``numpy.{name}``. Example: ``spmd.numpy.{name}(x)``."
@@ -162,30 +167,33 @@ def where(
 _NO_VALUE = object()
 
 
-def _bound(name: str, positional: Any, keyword: Any) -> Any:
-    if positional is not _NO_VALUE and keyword is not _NO_VALUE:
+def _bound(name: str, standard: Any, numpy_name: Any) -> Any:
+    if numpy_name is _NO_VALUE:
+        return standard
+    if standard is not None:
         raise SpmdTypeError(
-            f"spmd.numpy.clip: both a_{name} and {name}= were given; pass one of them "
-            f"({name}= is NumPy 2.1's spelling of a_{name})."
+            f"spmd.numpy.clip: both {name}={standard!r:.40} and a_{name}={numpy_name!r:.40} "
+            f"were given; pass one of them (a_{name} is NumPy's older spelling of {name})."
         )
-    value = keyword if positional is _NO_VALUE else positional
-    return None if value is _NO_VALUE else value
+    return numpy_name
 
 
 def clip(
     a: Any,
+    /,
+    min: Any = None,
+    max: Any = None,
+    *,
     a_min: Any = _NO_VALUE,
     a_max: Any = _NO_VALUE,
-    *,
-    min: Any = _NO_VALUE,
-    max: Any = _NO_VALUE,
 ):
-    """``numpy.clip``: limit ``a`` to ``[a_min, a_max]`` (either bound may be None); the
-    bounds may be given as ``min=``/``max=`` (NumPy 2.1+). Example: ``clip(x, 0, 1)``.
+    """``numpy.clip``: limit ``a`` to ``[min, max]`` (either bound may be None), in the Array
+    API's and ``jax.numpy``'s signature; NumPy's ``a_min=``/``a_max=`` keywords are taken
+    too. Example: ``clip(x, 0, 1)``.
 
     One promotion over ``a`` and both bounds, as NumPy's ``clip`` ufunc; a Python int
     bound beyond an integer ``a``'s range is no bound at all, as in NumPy 2."""
-    low, high = _bound("min", a_min, min), _bound("max", a_max, max)
+    low, high = _bound("min", min, a_min), _bound("max", max, a_max)
     a = asarray(_operand(a, "spmd.numpy.clip: a"))
     low, high = (_operand(b, f"spmd.numpy.clip: {n}") for b, n in ((low, "min"), (high, "max")))
     aval = aval_of(a)
