@@ -15,6 +15,7 @@ import spmd
 import spmd.numpy as snp
 from spmd import NamedSharding, P, ShapeError, SpmdError, SpmdTypeError, SpmdValueError, lax
 from spmd.debug import count_collectives
+from spmd.prims import convolution_impl
 from tests.cases.convolution import reference_conv
 
 DN = ("NHWC", "HWIO", "NHWC")
@@ -73,8 +74,16 @@ def _reference(lhs, rhs, kwargs):
                           kwargs["batch_group_count"])  # fmt: skip
 
 
+@pytest.fixture(params=[None, "gather", "scatter"])
+def way(request, monkeypatch):
+    """Each implementation (windows gathered, products scattered) on every draw, and the
+    choice between them."""
+    monkeypatch.setattr(convolution_impl, "FORCE", request.param)
+    return request.param
+
+
 @pytest.mark.parametrize("seed", range(60))
-def test_matches_the_loop_reference_eagerly_and_under_jit(seed):
+def test_matches_the_loop_reference_eagerly_and_under_jit(seed, way):
     lhs, rhs, kwargs = _draw(seed)
     want = _reference(lhs, rhs, kwargs)
     got = lax.conv_general_dilated(lhs, rhs, **kwargs)
@@ -85,7 +94,7 @@ def test_matches_the_loop_reference_eagerly_and_under_jit(seed):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.int32, np.int64, np.complex64, np.bool_])
-def test_dtypes_follow_the_operands_and_preferred_element_type(dtype):
+def test_dtypes_follow_the_operands_and_preferred_element_type(dtype, way):
     rng = np.random.default_rng(3)
     lhs = rng.integers(-3, 4, (2, 3, 6)).astype(dtype)
     rhs = rng.integers(-3, 4, (4, 3, 2)).astype(dtype)
@@ -150,7 +159,7 @@ def _pairing(u, v) -> float:
 
 
 @pytest.mark.parametrize("seed", range(0, 60, 3))
-def test_jvp_matches_finite_differences_and_vjp_passes_the_dot_product_test(seed):
+def test_jvp_matches_finite_differences_and_vjp_passes_the_dot_product_test(seed, way):
     lhs, rhs, kwargs = _draw(seed)
     rng = np.random.default_rng(seed + 1000)
     t_lhs, t_rhs = rng.standard_normal(lhs.shape), rng.standard_normal(rhs.shape)
