@@ -322,3 +322,21 @@ def test_dtype_errors_say_what_to_use_instead():
         lax.reduce_window(np.zeros((4,), np.complex64), -np.inf, snp.maximum, (2,))
     with pytest.raises(SpmdValueError, match="init_value"):
         lax.reduce_window((np.zeros(3), np.zeros(3)), 0.0, snp.add, (2,))
+
+
+def test_a_pending_sum_passes_through_a_windowed_sum():
+    """A matmul over a split contraction leaves partial sums; the windowed sum (linear, its
+    padding zeros) takes them as they are, and the one all-reduce comes after it."""
+    rng = np.random.default_rng(8)
+    a, b = rng.normal(size=(6, 16)), rng.normal(size=(16, 5))
+    mesh = _mesh()
+    a_s = spmd.device_put(a, NamedSharding(mesh, P(None, "x")))
+    b_s = spmd.device_put(b, NamedSharding(mesh, P("x", None)))
+    fn = lambda p, q: lax.reduce_window(p @ q, 0.0, snp.add, (2, 3), (2, 2), "SAME")  # noqa: E731
+    explained = spmd.jit(fn).lower(a_s, b_s).explain()
+    assert "reduce_window_sum -> P() pending sum over 'x'" in explained, explained
+    with count_collectives() as counts:
+        got = spmd.jit(fn)(a_s, b_s)
+    assert counts.total == 1, counts
+    want = reference_reduce_window(a @ b, 0, np.add, (2, 3), (2, 2), "SAME")
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)

@@ -125,6 +125,8 @@ GEOMETRIES = [
     ((2, 2), (1, 1), ((1, 1), (-1, 0)), {"base_dilation": (2, 1)}, [(3, 4)]),
     ((2, 2), (2, 1), "VALID", {"window_dilation": (1, 2)}, [(5, 6)]),
     ((), (), "VALID", {}, [()]),
+    ((1, 5, 4, 1), (1, 5, 4, 1), "VALID", {}, [(2, 5, 4, 3)]),  # global pooling: many taps
+    ((5, 4), (1, 1), "VALID", {}, [(6, 5)]),  # many overlapping taps
 ]
 
 
