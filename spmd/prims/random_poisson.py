@@ -15,7 +15,16 @@ import scipy.special
 
 from spmd.core.aval import ShapedArray
 from spmd.core.primitive import Primitive, Rules
-from spmd.prims.random import check_bound, check_key, per_member, split_impl, uniform_impl
+from spmd.prims.random import (
+    bits_for_counters,
+    check_bound,
+    check_key,
+    per_member,
+    scale,
+    split_impl,
+    uniform_impl,
+    unit_floats,
+)
 from spmd.prims.random_host import on_host
 
 _F32 = np.dtype(np.float32)
@@ -36,14 +45,21 @@ def _uniform(key, shape):
 
 
 def _knuth(key, lam, shape, dtype):
-    """Count uniforms until their product falls to exp(-lam)."""
-    k, log_product = np.zeros(shape, dtype), np.zeros(shape, _F32)
-    while (log_product > -lam).any():
+    """Count uniforms until their product falls to exp(-lam); each iteration draws only for
+    the elements still counting (element ``i``'s uniform is counter ``i``'s, so the others'
+    draws, which JAX makes and discards, change nothing)."""
+    lam = lam.reshape(-1)
+    k, log_product = np.zeros(lam.shape, dtype), np.zeros(lam.shape, _F32)
+    counting = log_product > -lam
+    while counting.any():
         key, subkey = _split(key, 2)
-        k = np.where(log_product > -lam, k + dtype.type(1), k)
+        idx = np.flatnonzero(counting)
+        k[idx] += dtype.type(1)
+        u = scale(unit_floats(bits_for_counters(subkey, idx.astype(np.uint64)), _F32), 0.0, 1.0)
         with np.errstate(divide="ignore"):
-            log_product = log_product + np.log(_uniform(subkey, shape))
-    return (k - dtype.type(1)).astype(dtype)
+            log_product[idx] += np.log(u)
+        counting[idx] = log_product[idx] > -lam[idx]
+    return (k - dtype.type(1)).astype(dtype).reshape(shape)
 
 
 def _rejection(key, lam, shape, dtype):
@@ -76,9 +92,14 @@ def _rejection(key, lam, shape, dtype):
 def _poisson_impl(xp, key, lam, *, shape, dtype):
     lam = np.broadcast_to(np.asarray(lam, _F32), shape)
     use_knuth = np.isnan(lam) | (lam < 10)
-    knuth = _knuth(key, np.where(use_knuth, lam, _F32.type(0)), shape, dtype)
-    rejection = _rejection(key, np.where(use_knuth, _F32.type(1e5), lam), shape, dtype)
-    return np.where(lam == 0, dtype.type(0), np.where(use_knuth, knuth, rejection))
+    result = np.zeros(shape, dtype)
+    if use_knuth.any():  # each algorithm runs only if some element needs it: the other's
+        knuth = _knuth(key, np.where(use_knuth, lam, _F32.type(0)), shape, dtype)
+        result = np.where(use_knuth, knuth, result)
+    if not use_knuth.all():  # loop would be discarded whole
+        rejection = _rejection(key, np.where(use_knuth, _F32.type(1e5), lam), shape, dtype)
+        result = np.where(use_knuth, result, rejection)
+    return np.where(lam == 0, dtype.type(0), result)
 
 
 random_poisson_p = Primitive(
