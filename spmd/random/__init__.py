@@ -16,7 +16,8 @@ The samplers are JAX's algorithms over the bits, uniform and normal primitives a
 spmd.numpy (keys.py: keys; continuous.py, discrete.py: one variable; permutations.py:
 permutation, choice, shuffle; multivariate.py: vectors and matrices; gamma.py: the gamma
 family); truncated_normal, gamma and poisson are primitives of their own
-(spmd/prims/random_*.py).
+(spmd/prims/random_*.py). Defaults are jax.random's with x64 off, whatever spmd's dtype
+mode: float32 samples, int32 integers and indices.
 """
 
 from __future__ import annotations
