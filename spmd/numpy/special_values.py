@@ -35,10 +35,10 @@ def expm1(z: Any) -> Any:
     on_axis = astype(UNARY["expm1"].bind(a) + 0.0, z.dtype)  # + 0.0: expm1(-0) is +0 here
     on_axis = where_p.bind(_signbit.bind(b), _conj.bind(on_axis), on_axis)
     out = where_p.bind(_equal.bind(b, 0), on_axis, out)
-    at_minus_inf = _equal.bind(a, -math.inf)  # -1 + 0 cis(b): the zero has sin(b)'s sign
-    out = where_p.bind(at_minus_inf, complex(-1, 0), out)
-    below_axis = _and.bind(at_minus_inf, _signbit.bind(UNARY["sin"].bind(b)))
-    out = where_p.bind(below_axis, _conj.bind(out), out)
+    at_minus_inf = _equal.bind(a, -math.inf)  # -1 + 0 cis(b): the zero has sin(b)'s sign,
+    out = where_p.bind(at_minus_inf, complex(-1, 0), out)  # +0 for b infinite or NaN
+    below_axis = _and.bind(_isfinite.bind(b), _signbit.bind(UNARY["sin"].bind(b)))
+    out = where_p.bind(_and.bind(at_minus_inf, below_axis), _conj.bind(out), out)
     unbounded_b = UNARY["logical_not"].bind(_isfinite.bind(b))
     infinite = complex(math.inf, math.nan)
     return where_p.bind(_and.bind(_equal.bind(a, math.inf), unbounded_b), infinite, out)
