@@ -49,6 +49,11 @@ class Plan:
         return math.prod(self.out_shape) == 0
 
     @property
+    def covered(self) -> bool:
+        """Whether the blocks cover the whole operand (no elements past the last window)."""
+        return self.blocks is not None and tuple(u.stop for u in self.used) == self.in_shape
+
+    @property
     def many_blocks(self) -> bool:
         """Whether to reduce over the blocks' tap axes rather than fold tap by tap."""
         return self.blocks is not None and len(self.taps) > FEW_TAPS
@@ -285,7 +290,11 @@ def _spread(xp, source, p: Plan, chosen=None):
     only at the tap it names), cut back to the operand's elements."""
     dtype = namespace.numpy_dtype(xp, source)
     numpy = namespace.is_numpy(xp)
-    out = _zeros(xp, p.buffer or p.in_shape, dtype, source)
+    disjoint = p.blocks is not None  # windows that do not overlap: each element in one tap
+    if numpy and disjoint and not p.many_blocks and p.buffer is None and p.covered:
+        out = np.empty(p.in_shape, dtype)  # every element is written once below
+    else:
+        out = _zeros(xp, p.buffer or p.in_shape, dtype, source)
     if p.empty:
         return out[p.place] if p.buffer is not None else out
     if p.many_blocks:
@@ -310,7 +319,6 @@ def _spread(xp, source, p: Plan, chosen=None):
             return block
         out[p.used] = block
         return out
-    disjoint = p.blocks is not None  # windows that do not overlap: each element in one tap
     for k, tap in enumerate(p.taps):
         if numpy and disjoint:
             _masked(np, source, None if chosen is None else chosen == k, out=out[tap])
