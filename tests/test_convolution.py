@@ -307,6 +307,16 @@ def test_depthwise_groups_split_over_devices_with_no_communication():
     np.testing.assert_allclose(np.asarray(got), np.asarray(conv(x, w)), atol=1e-12)
 
 
+def test_batch_groups_split_over_devices_with_no_communication():
+    rng = np.random.default_rng(14)
+    x, w = rng.standard_normal((16, 5, 4, 3)), rng.standard_normal((3, 2, 3, 16))
+    conv = _conv(batch_group_count=8)
+    with count_collectives() as counts:
+        got = conv(_put(x, "x"), _put(w, None, None, None, "x"))
+    assert counts.total == 0 and got.sharding.spec == P(None, None, None, "x")
+    np.testing.assert_allclose(np.asarray(got), np.asarray(conv(x, w)), atol=1e-12)
+
+
 def test_a_split_spatial_dimension_is_gathered_first():
     rng = np.random.default_rng(13)
     x, w = rng.standard_normal((2, 16, 5, 3)), rng.standard_normal((3, 3, 3, 4))
