@@ -10,7 +10,7 @@ equal to stride, or one window, without padding or dilation) and have many taps 
 other way: the operand reshaped to (windows, taps) pairs and reduced over the taps.
 
 Max and min's derivatives choose, per window, the tap holding the extreme element (the first
-one in window order among equals; a NaN wins, as it does in the reduction):
+one in window order among equals, or the first NaN, which the reduction gives):
 ``select_and_gather_add`` reads the tangent there, ``select_and_scatter_add`` adds a
 cotangent back there, and ``reduce_window_sum_transpose`` adds every window's cotangent to
 each of its taps.
@@ -315,8 +315,8 @@ def _spread(xp, source, p: Plan, chosen=None):
             order[2 * i], order[2 * i + 1] = i, ndim + i
         block = xp.reshape(xp.permute_dims(xp.reshape(spread, split), tuple(order)),
                            tuple(c.stop for c in p.used))  # fmt: skip
-        if tuple(c.stop for c in p.used) == p.in_shape:
-            return block
+        if p.covered:  # a copy: the reshapes may have kept a broadcast view of the source
+            return np.ascontiguousarray(block) if numpy else block
         out[p.used] = block
         return out
     for k, tap in enumerate(p.taps):
