@@ -17,12 +17,13 @@ reads group g of the features only; with ``batch_group_count`` B it is the lhs b
 splits into B groups (group-major), group g of the output features reading batch group g.
 ``preferred_element_type`` is the result's dtype (the operands share one).
 
-Its shapes and checks are in convolution_shapes.py, its implementation (windows of the lhs
-and one matrix product) in convolution_impl.py, its derivatives and batching in
-convolution_derivatives.py. Sharded, the batch and the features pass through (a contraction
-over split input features leaves a pending sum, as a matmul's does); spatial dimensions
-are gathered, since each output position reads a window reaching into its neighbours'
-blocks (there is no halo exchange).
+Its shapes and checks are in convolution_shapes.py; its implementation, one matrix product
+per device that either gathers the lhs's windows or scatters its products with every tap,
+in convolution_impl.py and convolution_scatter.py (axis labels in convolution_labels.py);
+its derivatives and batching in convolution_derivatives.py. Sharded, the batch and the
+features pass through (a contraction over split input features leaves a pending sum, as a
+matmul's does); spatial dimensions are gathered, since each output position reads a window
+reaching into its neighbours' blocks (there is no halo exchange).
 """
 
 from __future__ import annotations
