@@ -20,6 +20,9 @@ from tests.cases.elementwise import _elementwise
 from tests.cases.fft import _fft
 from tests.cases.indexing import _indexing, random_index
 from tests.cases.interchange import _interchange
+from tests.cases.lax_arithmetic import _lax_arithmetic
+from tests.cases.lax_operators import _lax_operators
+from tests.cases.lax_reductions import _lax_reductions
 from tests.cases.linalg import LINALG, _linalg
 from tests.cases.manipulation import _manipulation
 from tests.cases.nn import NUMPY_NN, _nn
@@ -73,6 +76,9 @@ _linalg()
 _convolution()
 _windows()
 _interchange()
+_lax_arithmetic()
+_lax_operators()
+_lax_reductions()
 
 __all__ = [
     "BOOL",
