@@ -296,18 +296,22 @@ def product(draw, name: str):
             second = (*second[:-1], k + 1)
     elif name == "kron":
         first, second = draw(shapes(max_dims=3, max_side=3)), draw(shapes(max_dims=3, max_side=3))
-    else:  # convolve
+    else:  # convolve, correlate
         first, second = (draw(st.integers(0, 5)),), (draw(st.integers(0, 5)),)
     a = draw(arrays(dtype, first))
     b = draw(arrays(dtype if draw(st.booleans()) else draw(dtypes), second))
-    if name in ("inner", "convolve"):  # NumPy's BLAS paths skip zero factors at NaN and inf
+    if name in (
+        "inner",
+        "convolve",
+        "correlate",
+    ):  # NumPy's BLAS paths skip zero factors at NaN and inf
         a, b = (np.where(np.isfinite(v), v, 1).astype(v.dtype) for v in (a, b))
-    terms = max(k, first[0] if name == "convolve" else 1, 1)
+    terms = max(k, first[0] if name in ("convolve", "correlate") else 1, 1)
     scale = terms * magnitude(a) * magnitude(b)
     kw = {}
     if name == "vecdot" and draw(st.booleans()):
         kw["axis"] = draw(axis(max(len(first), len(second))))
-    if name == "convolve" and draw(st.booleans()):
+    if name in ("convolve", "correlate") and draw(st.booleans()):
         kw["mode"] = draw(st.sampled_from(["full", "same", "valid"]))
     return make_call(name, a, b, terms=terms, scale=scale, **kw)
 
@@ -430,7 +434,7 @@ SIGS = [
     _sig("bincount", bincount, True, form="length"),
     _sig("histogram", histogram),
     _sig("interp", interp),
-    *[_sig(n, product, n) for n in ("vecdot", "inner", "kron", "convolve")],
+    *[_sig(n, product, n) for n in ("vecdot", "inner", "kron", "convolve", "correlate")],
     _sig("nansum", nan_reduction, "nansum", dtype_kw=True, initial=True),
     _sig("nanprod", nan_reduction, "nanprod", dtype_kw=True, initial=True),
     _sig("nanmean", nan_reduction, "nanmean", dtype_kw=True),
