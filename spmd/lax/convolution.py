@@ -17,6 +17,7 @@ import numpy as np
 
 from spmd.core.trace import aval_of
 from spmd.errors import ShapeError, SpmdTypeError, SpmdValueError
+from spmd.lax.padtype import padtype_to_pads
 from spmd.numpy.creation import asarray
 from spmd.numpy.manipulation import flip
 from spmd.numpy.shaping import swapaxes
@@ -92,29 +93,6 @@ def conv_dimension_numbers(
     return ConvDimensionNumbers(*conv_general_permutations(tuple(dimension_numbers)))
 
 
-def padtype_to_pads(
-    in_shape: Sequence[int], window_shape: Sequence[int], window_strides: Sequence[int],
-    padding: str,
-) -> list[tuple[int, int]]:  # fmt: skip
-    """'VALID' (no padding), 'SAME' (the output has ceil(size / stride) positions; an odd
-    padding puts the extra element at the end) or 'SAME_LOWER' (at the start) as (low, high)
-    pairs. Example: ``padtype_to_pads((32, 32), (3, 3), (1, 1), "SAME")`` is [(1, 1), (1, 1)]."""
-    kind = padding.upper() if isinstance(padding, str) else padding
-    if kind == "VALID":
-        return [(0, 0)] * len(in_shape)
-    if kind not in ("SAME", "SAME_LOWER"):
-        raise SpmdValueError(
-            f"{WHO}: padding={padding!r}; pass 'SAME', 'SAME_LOWER', 'VALID' or (low, high) "
-            f"pairs, one per spatial dimension."
-        )
-    pads = []
-    for size, window, stride in zip(in_shape, window_shape, window_strides, strict=True):
-        total = max(0, (-(-size // stride) - 1) * stride + window - size)
-        small, large = total // 2, total - total // 2
-        pads.append((small, large) if kind == "SAME" else (large, small))
-    return pads
-
-
 def _ints(name: str, values: Any, count: int) -> tuple[int, ...]:
     try:
         values = tuple(operator.index(v) for v in values)
@@ -167,7 +145,7 @@ def conv_general_dilated(
         spatial = [lhs_aval.shape[d] for d in dnums.lhs_spec[2:]] if k else []
         window = [dilate_dim(rhs_aval.shape[d], r)
                   for d, r in zip(dnums.rhs_spec[2:], rhs_dilation, strict=True)]  # fmt: skip
-        padding = padtype_to_pads(spatial, window, window_strides, padding)
+        padding = padtype_to_pads(spatial, window, window_strides, padding, WHO)
     try:
         padding = tuple((operator.index(lo), operator.index(hi)) for lo, hi in padding)
     except (TypeError, ValueError):

@@ -27,6 +27,7 @@ import numpy as np
 from spmd import numpy as snp
 from spmd.core.trace import Tracer, aval_of
 from spmd.errors import ShapeError, SpmdTypeError, SpmdValueError
+from spmd.lax.padtype import padtype_to_pads
 from spmd.prims.windows import REDUCTIONS
 from spmd.prims.windows_impl import params_key, plan
 from spmd.prims.windows_shapes import dilate, identity, window_shape
@@ -120,25 +121,6 @@ def _ints(name: str, values: Any, ndim: int, aval, example: str) -> tuple[int, .
     return values
 
 
-def padtype_pads(shape, window, strides, padding: str) -> tuple[tuple[int, int], ...]:
-    """'VALID', 'SAME' (ceil(size / stride) windows; an odd padding's extra element at the
-    end) or 'SAME_LOWER' (at the start) as (low, high) pairs, as jax.lax.padtype_to_pads."""
-    kind = padding.upper()
-    if kind == "VALID":
-        return ((0, 0),) * len(shape)
-    if kind not in ("SAME", "SAME_LOWER"):
-        raise SpmdValueError(
-            f"{WHO}: padding={padding!r}; pass 'SAME', 'SAME_LOWER', 'VALID' or (low, high) "
-            f"pairs, one per dimension of the operand."
-        )
-    pads = []
-    for n, w, s in zip(shape, window, strides, strict=True):
-        total = max(0, (-(-n // s) - 1) * s + w - n)
-        small, large = total // 2, total - total // 2
-        pads.append((small, large) if kind == "SAME" else (large, small))
-    return tuple(pads)
-
-
 def window_params(aval, window_dimensions, window_strides, padding, base_dilation,
                   window_dilation) -> dict:  # fmt: skip
     """The primitives' parameters, checked: SpmdError naming the argument and the fix."""
@@ -154,7 +136,7 @@ def window_params(aval, window_dimensions, window_strides, padding, base_dilatio
                                                       ndim, aval, str(ones))  # fmt: skip
     if isinstance(padding, str):
         dilated = tuple(map(dilate, window, wdil))
-        pads = padtype_pads(aval.shape, dilated, strides, padding)
+        pads = tuple(padtype_to_pads(aval.shape, dilated, strides, padding, WHO))
     else:
         try:
             pads = tuple((operator.index(lo), operator.index(hi)) for lo, hi in padding)
