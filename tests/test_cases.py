@@ -4,6 +4,7 @@ One test per (function, dtype) runs all of that function's rows on that dtype an
 row that differs; rows in ``KNOWN_BUGS`` run alone, marked xfail(strict=True).
 """
 
+import inspect
 import warnings
 
 import numpy as np
@@ -11,7 +12,7 @@ import pytest
 
 import spmd
 import spmd.numpy as snp
-from spmd.numpy import linalg_decompositions
+from spmd.numpy import linalg_compositions, linalg_decompositions, sets
 from tests.backend import needs_missing_dtype, refused_by_backend
 from tests.cases import (
     CASES,
@@ -33,9 +34,26 @@ def run_jitted(case: Case, inputs):
     return spmd.jit(lambda *xs: case.fn(snp, *xs))(*inputs)
 
 
+def refuses_jit(case: Case, inputs) -> None:
+    """An eager-only row (EAGER_ONLY says why) raises SpmdTypeError under jit, as JAX does."""
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        try:
+            run_jitted(case, inputs)
+        except spmd.SpmdTypeError:
+            return
+        except Exception as error:
+            raise AssertionError(
+                f"jit: an eager-only row must raise SpmdTypeError, got {type(error).__name__}: "
+                f"{error}"
+            ) from error
+    raise AssertionError("jit: an eager-only row gave a result; take eager_only off the row")
+
+
 def check_case(case: Case, dtype, seed: int = 0) -> None:
     """The row's result eagerly and under jit equals NumPy's, or both raise (AssertionError).
-    Where the backend lacks a dtype the row needs, SpmdTypeError is a right answer too."""
+    Where the backend lacks a dtype the row needs, SpmdTypeError is a right answer too. An
+    eager-only row runs eagerly, and under jit must refuse (EAGER_ONLY)."""
     inputs = make_inputs(case, dtype, seed)
     if case.error is None:
         expected = numpy_result(case, inputs)
@@ -47,6 +65,9 @@ def check_case(case: Case, dtype, seed: int = 0) -> None:
         else:
             raise AssertionError("NumPy accepts the input, but the row expects an error")
     for mode, run in (("eager", run_eagerly), ("jit", run_jitted)):
+        if mode == "jit" and case.eager_only and case.error is None:
+            refuses_jit(case, inputs)
+            continue
         with warnings.catch_warnings(), np.errstate(all="ignore"):
             warnings.simplefilter("ignore")
             try:
@@ -131,16 +152,77 @@ def test_known_bugs_name_rows_of_the_table():
 # ------------------------------------------------------------------ the table itself
 
 
-def test_every_public_function_has_rows_and_every_row_a_public_function():
+# Public names that take and give no arrays (shapes, strings, named tuples of them): no row
+# can compare them with NumPy; tests/test_convolution.py uses them.
+NOT_ARRAY_FUNCTIONS = {
+    "lax.ConvDimensionNumbers",
+    "lax.conv_dimension_numbers",
+    "lax.conv_general_permutations",
+    "lax.padtype_to_pads",
+}
+# spmd.lax's modules whose names have no rows of their own: their results depend on a mapped
+# axis or a layout, not on values alone, or their own tests take them.
+LAX_WITHOUT_ROWS = {
+    "spmd.lax.collectives": "named mapped axes (tests/test_collectives.py)",
+    # (stop_gradient has none: its zero derivative is not the slope the derivative rows check)
+    "spmd.lax.control": "rows under LAX_CONTROL_FLOW's names",
+    "spmd.lax.resharding": "layouts (tests/test_sharding_api.py, tests/test_reshard.py)",
+    "spmd.lax.slicing": "traced offsets (tests/test_lax_slicing.py)",
+}
+
+
+def lax_array_modules() -> list:
+    """spmd.lax's modules whose names join spmd.lax.__all__ (elementwise, special,
+    convolution, windows, operators and the modules they grow into), not LAX_WITHOUT_ROWS."""
+    exported = set(spmd.lax.__all__)
+    return [
+        module
+        for module in vars(spmd.lax).values()
+        if inspect.ismodule(module)
+        and module.__name__.startswith("spmd.lax.")
+        and module.__name__ not in LAX_WITHOUT_ROWS
+        and set(getattr(module, "__all__", ())) <= exported
+    ]
+
+
+def _defined_functions(module) -> set[str]:
+    """The public functions ``module`` itself defines (linalg_compositions' __all__ is empty:
+    spmd.numpy.linalg imports its names one by one)."""
+    return {
+        name
+        for name, value in vars(module).items()
+        if inspect.isfunction(value) and value.__module__ == module.__name__ and name[0] != "_"
+    }
+
+
+def public_names() -> set[str]:
+    """Every name the case table must have rows for, as the rows name them."""
     functions = set(snp.__all__) - set(snp.constants.__all__)  # NumPy's own dtypes and constants
+    functions |= set(sets.ATTRIBUTES) | {"nonzero"}  # eager-only, not (yet) in snp.__all__
     public = functions | {f"nn.{name}" for name in spmd.nn.__all__}
-    public |= {f"lax.{name}" for name in LAX_CONTROL_FLOW}
     public |= {f"fft.{name}" for name in snp.fft.__all__}
-    public |= {f"linalg.{name}" for name in linalg_decompositions.__all__}
+    linalg = {*linalg_decompositions.__all__, *linalg_compositions.__all__}
+    public |= {f"linalg.{name}" for name in linalg | _defined_functions(linalg_compositions)}
     public |= {f"lax.linalg.{name}" for name in spmd.lax.linalg.__all__}
+    lax = set(LAX_CONTROL_FLOW)
+    for module in lax_array_modules():
+        lax |= set(getattr(module, "__all__", ()))
+    public |= {f"lax.{name}" for name in lax}
     public |= {f"scipy.special.{name}" for name in spmd.scipy.special.__all__}
     public |= {f"scipy.stats.norm.{name}" for name in spmd.scipy.stats.norm.__all__}
-    assert {case.name for case in CASES} == public
+    return public - NOT_ARRAY_FUNCTIONS
+
+
+def test_every_public_function_has_rows_and_every_row_a_public_function():
+    names, public = {case.name for case in CASES}, public_names()
+    assert not public - names, f"public functions without rows: {sorted(public - names)}"
+    assert not names - public, f"rows of no public function: {sorted(names - public)}"
+
+
+def test_the_eager_only_rows_are_the_data_dependent_functions():
+    eager = {case.name for case in CASES if case.eager_only}
+    assert eager == set(sets.ATTRIBUTES) | {"nonzero"}
+    assert all(not case.eager_only for case in CASES if case.name == "unique")  # size= given
 
 
 def test_row_ids_are_unique():
@@ -210,6 +292,8 @@ def test_a_wrong_result_fails_the_check():
         )
     with pytest.raises(AssertionError, match="NumPy accepts"):
         check_case(Case("sin", row.fn, ((2, 3),), error=spmd.ShapeError), np.float64)
+    with pytest.raises(AssertionError, match="take eager_only off"):  # a row that traces
+        check_case(Case("sin", row.fn, ((2, 3),), eager_only=True), np.float64)
     integer = next(c for c in CASES if c.id == "add[]@2x3,2x3")
     with pytest.raises(AssertionError):  # integers compare exactly
         check_case(Case("add", lambda m, x, y: m.add(x, y) + (m is np), ((2, 3), (2, 3))), np.int32)

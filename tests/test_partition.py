@@ -6,8 +6,10 @@ random PartitionSpec for each array input (now and then a NumPy input left on th
 sample. The table's small shapes (0, 2, 3, 4, 5 against 2-, 4- and 8-way splits) give uneven
 and empty blocks; a check below keeps them well represented. Results must equal NumPy's, be
 NamedSharding Arrays on the mesh, and every shard must hold its slice of NumPy's result.
-Then: the JAX tutorial's checks, collective counts, partial sums that flow through linear
-equations, and random sharded programs (resharding plans: tests/test_reshard.py).
+Eager-only rows (unique_values, nonzero without size=: EAGER_ONLY in tests/cases/table.py)
+run eagerly on the sharded inputs instead. Then: the JAX tutorial's checks, collective
+counts, partial sums that flow through linear equations, and random sharded programs
+(resharding plans: tests/test_reshard.py).
 """
 
 from __future__ import annotations
@@ -167,6 +169,9 @@ def sampled_rows(mesh_id: str, family: str):
 
 
 def run_sharded_row(case: Case, draw: Draw, mesh: Mesh) -> None:
+    """The row under jit on the draw's inputs; an eager-only row (EAGER_ONLY in
+    tests/cases/table.py) eagerly, where there is no out_shardings: its result, wherever it
+    lies, must equal NumPy's, shard by shard."""
     args = [
         x if on_host else put(x, mesh, spec)
         for x, spec, on_host in zip(draw.inputs, draw.specs, draw.host, strict=True)
@@ -174,9 +179,15 @@ def run_sharded_row(case: Case, draw: Draw, mesh: Mesh) -> None:
     target = None if draw.out is None else NamedSharding(mesh, draw.out)
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
-        result = spmd.jit(lambda *a: case.fn(snp, *a), out_shardings=target)(*args)
+        if case.eager_only:
+            result = case.fn(snp, *args)
+        else:
+            result = spmd.jit(lambda *a: case.fn(snp, *a), out_shardings=target)(*args)
     scale = tolerance_scale(draw.expected)
     assert_matches(result, draw.expected, case.values, scale)
+    if case.eager_only:
+        assert_valid_array(result, draw.expected, None, case.values, scale)
+        return
     on_mesh = draw.out is not None or not all(draw.host)
     assert_valid_array(result, draw.expected, mesh if on_mesh else None, case.values, scale)
     if draw.out is not None:

@@ -15,15 +15,19 @@ from tests.cases.contraction import _contraction
 from tests.cases.control import LAX_CONTROL_FLOW, NUMPY_LAX, _control
 from tests.cases.convolution import _convolution
 from tests.cases.creation import _creation
+from tests.cases.data_dependent import _data_dependent
 from tests.cases.diagonals import _diagonals
 from tests.cases.elementwise import _elementwise
 from tests.cases.fft import _fft
 from tests.cases.indexing import _indexing, random_index
 from tests.cases.interchange import _interchange
 from tests.cases.lax_arithmetic import _lax_arithmetic
+from tests.cases.lax_elementwise import _lax_elementwise
+from tests.cases.lax_linalg import _lax_linalg
 from tests.cases.lax_operators import _lax_operators
 from tests.cases.lax_reductions import _lax_reductions
 from tests.cases.linalg import LINALG, _linalg
+from tests.cases.linalg_compositions import _linalg_compositions
 from tests.cases.manipulation import _manipulation
 from tests.cases.nn import NUMPY_NN, _nn
 from tests.cases.reductions import _reductions
@@ -75,6 +79,10 @@ _special()
 _linalg()
 _convolution()
 _windows()
+_lax_linalg()
+_linalg_compositions()
+_lax_elementwise()
+_data_dependent()
 _interchange()
 _lax_arithmetic()
 _lax_operators()

@@ -21,6 +21,10 @@ DOMAINS = ("any", "positive", "nonzero", "unit", "special")
 FAMILIES = ("elementwise", "reduction", "shape", "contraction", "indexing", "creation", "nn")
 FAMILIES += ("control",)  # spmd.lax's control flow (tests/cases/control.py)
 SHAPES = ((), (0,), (5,), (2, 3), (2, 0, 3), (3, 4, 2))  # scalar, size 0, 1-D, 2-D, 3-D
+EAGER_ONLY = (
+    "the result's shape depends on the input's values, so the row cannot be traced (under jit "
+    "JAX raises ConcretizationTypeError, spmd SpmdTypeError): it runs eagerly only"
+)
 
 
 @dataclass(frozen=True)
@@ -42,6 +46,11 @@ class Case:
     # "eager" / "jit": where reverse-mode derivatives raise SpmdTypeError, as JAX's do (a loop
     # whose trip count is traced: while_loop); forward mode is still checked there
     reverse_raises: tuple[str, ...] = ()
+    # The result's shape depends on the input's values (unique_values, nonzero without size=):
+    # it runs eagerly only, as in JAX. Under jit it must raise SpmdTypeError (EAGER_ONLY says
+    # why); the oracles that trace (vmap, derivatives, other namespaces, tasks, random
+    # programs) leave it out, and the partition oracles run it eagerly on sharded inputs.
+    eager_only: bool = False
 
     @property
     def id(self) -> str:
