@@ -47,6 +47,11 @@ class SpmdMemoryError(SpmdError, MemoryError):
     """An array is too big to allocate in this process; the message gives its size."""
 
 
+class SpmdBufferError(SpmdError, BufferError):
+    """A DLPack export or import that cannot be done as asked (``copy=False`` where a copy
+    is needed, a device or stream the buffer is not on)."""
+
+
 class SpmdZeroDivisionError(SpmdError, ZeroDivisionError):
     """A step or divisor that must not be zero is zero (``arange(0, 10, 0)``), as in NumPy."""
 

@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 
 from spmd.core.methods import ArrayMethods
-from spmd.errors import SpmdTypeError
-from spmd.runtime.dlpack import DLPACK_CPU, SpmdBufferError
+from spmd.errors import SpmdBufferError, SpmdTypeError
+from spmd.runtime.dlpack import DLPACK_CPU
 
 __all__ = ["from_dlpack"]
 

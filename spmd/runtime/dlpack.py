@@ -17,16 +17,11 @@ from typing import Any
 
 import numpy as np
 
-from spmd.errors import SpmdError
+from spmd.errors import SpmdBufferError
 from spmd.runtime.buffers import host_view
 
 DLPACK_CPU = 1  # DLDeviceType kDLCPU
 _VERSIONED_NUMPY = np.lib.NumpyVersion(np.__version__) >= "2.1.0"  # __dlpack__(max_version=)
-
-
-class SpmdBufferError(SpmdError, BufferError):
-    """A DLPack export or import that cannot be done as asked (``copy=False`` where a copy
-    is needed, a device or stream the buffer is not on)."""
 
 
 def host_block(array: Any) -> tuple[Any, bool]:
