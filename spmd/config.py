@@ -1,10 +1,13 @@
-"""Process-wide settings: their defaults, environment overrides and validated updates."""
+"""Process-wide settings: their defaults, environment overrides and validated updates, and
+context-local overrides of those a ``with`` block may change (``config.overriding``)."""
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import numbers
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,6 +46,18 @@ def _backend_name(name: str, value: Any) -> str:
     return value.strip().lower()
 
 
+def _boolean(name: str, value: Any) -> bool:
+    if isinstance(value, str):
+        text = value.strip().lower()
+        if text in ("1", "true", "yes", "on"):
+            return True
+        if text in ("0", "false", "no", "off"):
+            return False
+    elif isinstance(value, bool) or (isinstance(value, numbers.Integral) and value in (0, 1)):
+        return bool(value)
+    raise ConfigError(f"{name} must be True or False (or 1/0, true/false), got {value!r}.")
+
+
 def _always_true(why: str) -> Callable[[str, Any], bool]:
     """A JAX flag that spmd always has on: True is accepted, False is a clear error."""
 
@@ -61,6 +76,7 @@ class _Option:
     env: str
     parse: Callable[[str, Any], Any]
     frozen_after: str | None = None  # what, once it happened, makes later updates meaningless
+    other_envs: tuple[str, ...] = ()  # read when ``env`` is not set, in this order
 
 
 _OPTIONS = {
@@ -71,10 +87,9 @@ _OPTIONS = {
     "collective_timeout": _Option(60.0, "SPMD_COLLECTIVE_TIMEOUT", _positive_float),
     # the cores device work is scheduled for (None: those this process may run on)
     "cpu_cores": _Option(None, "SPMD_CPU_CORES", _positive_int_or_none),
+    # on: NumPy's dtypes (float64 and int64 defaults); off: JAX's 32-bit ones (spmd/core/dtypes.py)
+    "jax_enable_x64": _Option(True, "SPMD_ENABLE_X64", _boolean, other_envs=("JAX_ENABLE_X64",)),
     # JAX flags that JAX code sets, for behaviour spmd always has
-    "jax_enable_x64": _Option(
-        True, "JAX_ENABLE_X64", _always_true("spmd keeps NumPy's dtypes, float64 included")
-    ),
     "jax_threefry_partitionable": _Option(
         True,
         "JAX_THREEFRY_PARTITIONABLE",
@@ -84,6 +99,12 @@ _OPTIONS = {
 
 
 _ALIASES = {"jax_num_cpu_devices": "num_cpu_devices"}  # JAX's names for spmd's options
+
+# The options a ``with config.overriding(...)`` block may change for the code it runs (its
+# thread or task: a context variable), over the process-wide value.
+_LOCAL: dict[str, contextvars.ContextVar] = {
+    "jax_enable_x64": contextvars.ContextVar("spmd_jax_enable_x64", default=None)
+}
 
 
 class Config:
@@ -97,17 +118,58 @@ class Config:
         self._frozen: set[str] = set()
 
     def _read(self, name: str) -> Any:
+        """The process-wide value of ``name`` (context-local overrides aside)."""
         option = _OPTIONS[name]
         if name not in self._values:
-            raw = os.environ.get(option.env)
-            value = option.default if raw is None else option.parse(option.env, raw)
+            value = option.default
+            for env in (option.env, *option.other_envs):
+                raw = os.environ.get(env)
+                if raw is not None:
+                    value = option.parse(env, raw)
+                    break
             self._values[name] = value
         return self._values[name]
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_") or name not in _OPTIONS:
             raise AttributeError(name)
-        return self._read(name)
+        local = _LOCAL.get(name)
+        value = None if local is None else local.get()
+        return self._read(name) if value is None else value
+
+    def reader(self, name: str) -> Callable[[], Any]:
+        """A function that returns ``name``'s current value (a block's override first), for
+        settings read on every operation: faster than ``config.<name>``."""
+        local = _LOCAL.get(name)
+        values = self._values
+
+        def read() -> Any:
+            value = None if local is None else local.get()
+            if value is not None:
+                return value
+            try:
+                return values[name]
+            except KeyError:
+                return self._read(name)
+
+        return read
+
+    @contextlib.contextmanager
+    def overriding(self, name: str, value: Any) -> Iterator[None]:
+        """``with config.overriding("jax_enable_x64", False):`` sets ``name`` for the code the
+        block runs (this thread or task), and restores it after."""
+        name = _ALIASES.get(name, name)
+        if name not in _LOCAL:
+            local = ", ".join(sorted(_LOCAL))
+            raise ConfigError(
+                f"config.overriding({name!r}, ...): only {local} can be set for a block; "
+                f"use config.update for the others."
+            )
+        token = _LOCAL[name].set(_OPTIONS[name].parse(name, value))
+        try:
+            yield
+        finally:
+            _LOCAL[name].reset(token)
 
     def update(self, name: str, value: Any) -> None:
         """Set option ``name``; raises ConfigError if the option took effect already."""

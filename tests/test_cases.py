@@ -13,6 +13,7 @@ import pytest
 import spmd
 import spmd.numpy as snp
 from spmd.numpy import linalg_compositions, linalg_decompositions, sets
+from tests import x64_mode
 from tests.backend import needs_missing_dtype, refused_by_backend
 from tests.cases import (
     CASES,
@@ -129,6 +130,26 @@ def test_rows_match_numpy_eagerly_and_under_jit(name, dtype):
             "from NumPy:\n" + "\n".join(failures),
             pytrace=False,
         )
+
+
+X64_OFF_GROUPS = x64_mode.sample(GROUPS, fraction=0.25)
+
+
+@pytest.mark.parametrize(
+    ("name", "dtype"), X64_OFF_GROUPS, ids=[f"{n}-{dtype_id(d)}" for n, d in X64_OFF_GROUPS]
+)
+def test_sampled_rows_with_x64_off(name, dtype):
+    """A quarter of the (function, dtype) groups with jax_enable_x64 off: 32-bit dtypes,
+    NumPy's values on 32-bit inputs (tests/x64_mode.py); the mode is restored after."""
+    failures = []
+    for case in GROUPS[name, dtype]:
+        try:
+            x64_mode.check_case_32(case, dtype)
+        except Exception as error:
+            failures.append(f"{case.id}: {type(error).__name__}: {error}")
+    assert spmd.config.jax_enable_x64, "the mode was not restored"
+    if failures:
+        pytest.fail("\n".join(failures), pytrace=False)
 
 
 @pytest.mark.parametrize(("case", "dtypes"), BUGS)

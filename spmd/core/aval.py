@@ -1,4 +1,8 @@
-"""Abstract values (shape, dtype, weak type) and NumPy 2 (NEP 50) type promotion."""
+"""Abstract values (shape, dtype, weak type) and NumPy 2 (NEP 50) type promotion.
+
+Named dtypes and Python scalars' weak dtypes follow the x64 mode (spmd/core/dtypes.py);
+``result_dtype`` is NumPy's promotion, the dtype an implementation gives, which
+``Primitive.bind`` converts after where the mode wants it narrower."""
 
 from __future__ import annotations
 
@@ -7,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from spmd.core.dtypes import canonical_dtype, check_python_int, x64_enabled
 from spmd.errors import ShapeError, SpmdTypeError, aval_str
 
 _NUMERIC_KINDS = "biufc"
@@ -56,7 +61,9 @@ class ShapedArray:
 
 
 def check_dtype(dtype: object, argument: str = "dtype") -> np.dtype:
-    """``dtype`` as a NumPy dtype spmd can hold, or an error naming ``argument``."""
+    """``dtype`` as a NumPy dtype spmd can hold, or an error naming ``argument``; with x64
+    off, a 64-bit dtype's 32-bit stand-in (``float`` and ``np.float64`` are float32), as JAX
+    gives."""
     try:
         result = np.dtype(dtype)
     except TypeError:
@@ -66,18 +73,26 @@ def check_dtype(dtype: object, argument: str = "dtype") -> np.dtype:
             f"{argument}={result} is not supported; spmd holds bool, integer, float and complex "
             f"dtypes."
         )
-    return result
+    return canonical_dtype(result)
 
 
 def python_scalar_aval(x: bool | int | float | complex) -> ShapedArray:
-    dtype = np.asarray(x).dtype if not isinstance(x, bool) else np.dtype(bool)
-    if isinstance(x, int) and not isinstance(x, bool):
+    """A Python scalar's type: weak int64, float64 or complex128 (int32, float32, complex64
+    with x64 off, where an int that int32 cannot hold raises); bool is strong."""
+    if isinstance(x, bool):
+        return ShapedArray((), np.dtype(bool))
+    if isinstance(x, int):
+        if not x64_enabled():
+            check_python_int(x, "operand")
         dtype = np.dtype(np.int64)
-    return ShapedArray((), dtype, weak_type=not isinstance(x, bool))
+    else:
+        dtype = np.asarray(x).dtype
+    return ShapedArray((), canonical_dtype(dtype), weak_type=True)
 
 
 def result_dtype(*avals: ShapedArray) -> tuple[np.dtype, bool]:
-    """The dtype NumPy 2 gives an operation on these operands, and whether it is weak."""
+    """The dtype NumPy 2 gives an operation on these operands, and whether it is weak (with
+    x64 off too: the implementations compute it, and ``Primitive.bind`` converts after)."""
     strong = [a.dtype for a in avals if not a.weak_type]
     weak = [_WEAK_EXAMPLE[a.dtype.kind] for a in avals if a.weak_type]
     if not strong:

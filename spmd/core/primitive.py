@@ -6,6 +6,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
+from spmd.core.aval import host_array
+from spmd.core.dtypes import TO_32, canonical_host, is_canonical, x64_enabled
 from spmd.core.trace import current_trace
 
 
@@ -110,7 +114,40 @@ class Primitive:
         return primitive_named, (self.name,)
 
     def bind(self, *args: Any, **params: Any) -> Any:
-        return current_trace().process(self, args, params)
+        if x64_enabled():
+            return current_trace().process(self, args, params)
+        return _bind_32(self, args, params)
 
     def __repr__(self) -> str:
         return self.name
+
+
+# ---- x64 off: the one place where operations meet the 32-bit mode (spmd/core/dtypes.py)
+
+
+def _bind_32(primitive: Primitive, args: tuple, params: dict) -> Any:
+    """``primitive`` bound with x64 off: operands of a 64-bit dtype are converted to 32 bits
+    first, and results that NumPy's promotion (what the shape rule and the implementation
+    follow) makes 64-bit are converted after, so every trace sees the 32-bit type."""
+    if primitive is not _convert():  # converting from 64 bits is what it is for
+        args = tuple(_to_32(x) for x in args)
+    out = current_trace().process(primitive, args, params)
+    if primitive.multiple_results:
+        return type(out)(_to_32(o) for o in out)
+    return _to_32(out)
+
+
+def _to_32(x: Any) -> Any:
+    if type(x) is list:  # nested lists of numbers: data, whose aval is 32-bit (aval_of)
+        return canonical_host(host_array(x, "an operand"), "an operand")
+    dtype = getattr(x, "dtype", None)
+    if not isinstance(dtype, np.dtype) or is_canonical(dtype):
+        return x  # Python scalars (weak: their type follows the mode), 32-bit values
+    if isinstance(x, np.ndarray | np.generic):
+        return canonical_host(x, "an operand")
+    weak = bool(getattr(x, "weak_type", False)) and not x.shape
+    return _convert().bind(x, new_dtype=TO_32[dtype], weak_type=weak)
+
+
+def _convert() -> Primitive:
+    return _BY_NAME["convert_element_type"]

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from spmd.core.aval import ShapedArray, host_array, python_scalar_aval
+from spmd.core.dtypes import canonical_dtype, canonical_host, x64_enabled
 from spmd.core.methods import ArrayMethods
 from spmd.core.program import Equation, Literal, Program, Var
 from spmd.core.varying import NOT_VARYING, typed_results
@@ -41,7 +42,8 @@ def aval_of(x: Any) -> ShapedArray:
     if type(x) in _PYTHON_SCALARS:
         return python_scalar_aval(x)
     value = x if hasattr(x, "shape") and hasattr(x, "dtype") else host_array(x, "argument")
-    return ShapedArray(tuple(value.shape), np.dtype(value.dtype), getattr(x, "weak_type", False))
+    dtype = canonical_dtype(np.dtype(value.dtype))  # with x64 off, as a bind converts it
+    return ShapedArray(tuple(value.shape), dtype, getattr(x, "weak_type", False))
 
 
 class EvalTrace(Trace):
@@ -90,6 +92,8 @@ class ProgramTrace(Trace):
                 return x.node
             if not getattr(x._trace, "active", False):
                 raise x._escaped("in another traced function")
+        if isinstance(x, np.ndarray | np.generic) and not x64_enabled():
+            x = canonical_host(x, "a constant")  # what its 32-bit type says it holds
         aval = aval_of(x)
         if type(x) in _PYTHON_SCALARS or (aval.ndim == 0 and isinstance(x, np.generic)):
             return Literal(x, aval)

@@ -1,4 +1,7 @@
-"""Array creation in spmd.numpy: NumPy's constructors, placed on the default device."""
+"""Array creation in spmd.numpy: NumPy's constructors of filled arrays, ranges and identity
+matrices, placed on the default device (or ``out_sharding``). Their default dtypes follow the
+x64 mode (float64 and int64, or float32 and int32 with jax_enable_x64 off). Arrays from data
+(``array``, ``asarray``, ``copy``) are spmd/numpy/conversion.py's, and exported from here too."""
 
 from __future__ import annotations
 
@@ -10,13 +13,13 @@ import numpy as np
 from spmd.core.aval import check_dtype, host_array
 from spmd.errors import (
     ShapeError,
-    SpmdOverflowError,
     SpmdTypeError,
     SpmdValueError,
     SpmdZeroDivisionError,
     aval_str,
 )
 from spmd.numpy.allocation import allocating
+from spmd.numpy.conversion import NUMPY_REFUSALS, array, asarray, copy
 from spmd.numpy.device_arg import takes_device
 from spmd.numpy.placement import takes_out_sharding
 from spmd.prims.creation import iota_p
@@ -69,7 +72,7 @@ def _scalar_fill(value: Any, dtype: Any, name: str) -> np.generic:
     try:
         return np.full((), value, dtype)[()]
     except (OverflowError, TypeError, ValueError) as error:
-        raise _NUMPY_REFUSALS.get(type(error), SpmdValueError)(
+        raise NUMPY_REFUSALS.get(type(error), SpmdValueError)(
             f"spmd.numpy.{name}: fill_value={value!r:.60} cannot become {np.dtype(dtype)}: "
             f"{error}. NumPy 2 refuses this too; give a fill that {np.dtype(dtype)} holds."
         ) from None
@@ -83,103 +86,6 @@ def _placed(result: Any, out_sharding: Any, name: str) -> Any:
 
 def _block_shape(index: tuple[slice, ...], sizes: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(len(range(*s.indices(n))) for s, n in zip(index, sizes, strict=True))
-
-
-@takes_device
-@takes_out_sharding
-def array(object: Any, dtype: Any = None, copy: bool = True, *, ndmin: int = 0):
-    """``numpy.array`` as an spmd Array. Example: ``spmd.numpy.array([1., 2.], ndmin=2)``.
-
-    Values that ``dtype`` cannot hold raise as in NumPy 2 (``array([300], dtype=np.int8)``)."""
-    return _array(object, dtype, ndmin, "array", "object")
-
-
-def _array(object: Any, dtype: Any, ndmin: Any, fn: str, argument: str):
-    """``numpy.array(object, dtype, ndmin=ndmin)``; errors name ``spmd.numpy.{fn}``."""
-    from spmd.core.axes import as_int
-    from spmd.core.trace import Tracer
-    from spmd.numpy.shaping import reshape
-
-    dtype = None if dtype is None else check_dtype(dtype)
-    ndmin = as_int(ndmin, f"spmd.numpy.{fn}", "ndmin")
-    if isinstance(object, Tracer):
-        result = object if dtype is None else object.astype(dtype)
-    elif isinstance(object, (list, tuple)) and _holds_arrays(object):
-        from spmd.numpy.shaping import stack
-
-        stacked = stack([array(item) for item in object])  # traced or sharded elements
-        result = stacked if dtype is None else stacked.astype(dtype)
-    else:
-        result = _put(_host(object, dtype, fn, argument))
-    shape = result.shape
-    if ndmin > len(shape):
-        result = reshape(result, (1,) * (ndmin - len(shape)) + tuple(shape))
-    return result
-
-
-_NUMPY_REFUSALS = {
-    OverflowError: SpmdOverflowError,
-    TypeError: SpmdTypeError,
-    ValueError: SpmdValueError,
-}
-
-
-def _host(object: Any, dtype: np.dtype | None, fn: str, argument: str) -> np.ndarray:
-    """``object`` as a NumPy array of ``dtype``. Python values that ``dtype`` cannot hold
-    (300 in int8, a complex in float64, NaN in int32) raise as in NumPy 2; arrays are cast."""
-    value = host_array(object, argument)
-    if dtype is None or value.dtype == dtype:
-        return value
-    if isinstance(object, np.ndarray) or hasattr(object, "__array__"):
-        return value.astype(dtype)  # NumPy casts arrays (wrapping, truncating)
-    try:
-        return np.asarray(object, dtype=dtype)
-    except (OverflowError, TypeError, ValueError) as error:
-        text = repr(object)
-        text = text if len(text) <= 60 else text[:57] + "..."
-        raise _NUMPY_REFUSALS.get(type(error), SpmdValueError)(
-            f"spmd.numpy.{fn}: {argument}={text} cannot become {dtype}: {error}. NumPy 2 "
-            f"refuses this too; give values that {dtype} holds, or cast an array on purpose "
-            f"(np.asarray({argument}).astype(np.{dtype}) wraps and truncates as NumPy's casts do)."
-        ) from None
-
-
-def _holds_arrays(items: list | tuple) -> bool:
-    """Whether a nested list holds spmd Arrays or traced values (not only host values)."""
-    from spmd.core.methods import ArrayMethods
-
-    return any(
-        isinstance(item, ArrayMethods) or (isinstance(item, (list, tuple)) and _holds_arrays(item))
-        for item in items
-    )
-
-
-def copy(a: Any):
-    """``numpy.copy``. spmd Arrays never change, so an Array (or traced value) is its own
-    copy; anything else becomes a new Array."""
-    from spmd.core.methods import ArrayMethods
-
-    return a if isinstance(a, ArrayMethods) else array(a)
-
-
-@takes_device
-@takes_out_sharding
-def asarray(a: Any, dtype: Any = None, order: Any = None, *, copy: bool | None = None):
-    """``numpy.asarray``: an spmd Array (an Array or tracer of that dtype is returned as it
-    is: spmd Arrays never change, so it serves as a copy too). ``copy=False`` raises where a
-    new Array has to be made (host data, another dtype), as the Array API says."""
-    from spmd.core.trace import Tracer
-    from spmd.runtime.array import Array
-
-    if isinstance(a, (Array, Tracer)) and (dtype is None or np.dtype(dtype) == a.dtype):
-        return a
-    if copy is False:
-        raise SpmdValueError(
-            f"spmd.numpy.asarray: copy=False, but a ({type(a).__name__}"
-            f"{'' if dtype is None else f', to {np.dtype(dtype)}'}) has to be copied into a new "
-            f"spmd Array; pass copy=None (copy only when needed) or copy=True."
-        )
-    return _array(a, dtype, 0, "asarray", "a")
 
 
 @takes_device
@@ -336,7 +242,7 @@ def _iota_params(start: Any, stop: Any, step: Any, dtype: np.dtype | None) -> di
         return None
     start, step = int(start), int(step)
     size = len(range(start, int(stop), step))
-    dtype = np.arange(start, start, step, dtype=dtype).dtype  # NumPy's choice of dtype
+    dtype = check_dtype(np.arange(start, start, step, dtype=dtype).dtype)  # NumPy's, x64 mode's
     info = np.iinfo(dtype)
     last = start + step * max(0, size - 1)
     if not (info.min <= min(start, last) and max(start, last) <= info.max):

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from spmd.core.aval import host_array
+from spmd.core.dtypes import canonical_host, check_python_int, x64_enabled
 from spmd.errors import ShapeError, ShardingError, SpmdTypeError, aval_str
 from spmd.runtime import array as _array_module
 from spmd.runtime.array import Array
@@ -95,7 +96,8 @@ def device_get(x: Any) -> Any:
 
 
 def device_put(x: Any, device_or_sharding: Any = None) -> Any:
-    """Place ``x`` (an array, scalar, list or pytree of them) on devices as a sharded Array.
+    """Place ``x`` (an array, scalar, list or pytree of them) on devices as a sharded Array;
+    with jax_enable_x64 off, 64-bit host data becomes 32-bit (as in JAX).
 
     ``device_or_sharding`` is a Device, a Sharding, a PartitionSpec (inside ``with mesh:``),
     None (the default device; an Array stays as it is), or a pytree prefix of those. A
@@ -136,7 +138,7 @@ def _put_one(x: Any, sharding: Sharding | None, argument: str) -> Array:
             x = np.asarray(x)  # this process's own data, which every process holds alike
         else:
             return reshard(x, sharding, argument)
-    value = host_array(x, argument)
+    value = host_value(x, argument)
     if sharding is None:
         sharding = SingleDeviceSharding(default_device())
     layout = layout_for(
@@ -152,6 +154,14 @@ def _put_one(x: Any, sharding: Sharding | None, argument: str) -> Array:
     for devices, buffer in zip(holders.values(), blocks, strict=True):
         buffers.update((d, on_device(d, buffer)) for d in devices)
     return Array._from_buffers(sharding, buffers, value.shape, value.dtype)
+
+
+def host_value(x: Any, argument: str) -> np.ndarray:
+    """Host data as a NumPy array of a numeric dtype spmd holds, in the dtype mode's type
+    (with x64 off, 64-bit data becomes 32-bit: spmd/core/dtypes.py)."""
+    if not x64_enabled() and type(x) is int:
+        check_python_int(x, argument)
+    return canonical_host(host_array(x, argument), argument)
 
 
 Placement = list[tuple[tuple[slice, ...] | None, list[Device]]]

@@ -1,9 +1,10 @@
-"""jit and make_jaxpr: trace a function once per signature, cache the Program, run it."""
+"""jit and make_jaxpr: trace a function once per signature (and x64 mode), cache the Program,
+run it. Its arguments' handling (static arguments, cache keys, dtypes, in_shardings) is
+spmd/transforms/jit_arguments.py's."""
 
 from __future__ import annotations
 
 import functools
-import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -11,10 +12,11 @@ from typing import Any
 import numpy as np
 
 from spmd.core.axes import argument_positions
+from spmd.core.dtypes import x64_enabled
 from spmd.core.interpret import compile_program
 from spmd.core.program import Program, Var
 from spmd.core.trace import EVAL_TRACE, ProgramTrace, aval_of, current_trace, tracing
-from spmd.errors import ShardingError, SpmdError, SpmdTypeError, SpmdValueError, plural
+from spmd.errors import ShardingError, SpmdTypeError, plural
 from spmd.prims.sharding_constraint import inspect_sharding_p
 from spmd.runtime.array import Array
 from spmd.runtime.constrain import constrain
@@ -29,6 +31,15 @@ from spmd.sharding.named import NamedSharding
 from spmd.sharding.rules import ValueSharding
 from spmd.sharding.spec import PartitionSpec
 from spmd.transforms.call_mesh import arrivals, constraints_onto, express, on_mesh, program_mesh
+from spmd.transforms.jit_arguments import (
+    LEAF_TYPES,
+    SCALAR_TYPES,
+    arguments_32,
+    as_tuple,
+    leaf_key,
+    placed_inputs,
+    static_arguments,
+)
 from spmd.transforms.partition import partition
 from spmd.transforms.typeof import PropagatedTypes
 from spmd.tree_util import (
@@ -38,66 +49,6 @@ from spmd.tree_util import (
     tree_structure,
     tree_unflatten,
 )
-
-
-def _as_tuple(x: int | Sequence[int] | str | Sequence[str] | None) -> tuple:
-    if x is None:
-        return ()
-    return (x,) if isinstance(x, (int, str)) else tuple(x)
-
-
-_NAMED = inspect.Parameter.POSITIONAL_OR_KEYWORD
-
-
-def static_arguments(fun: Callable, argnums: tuple, argnames: tuple) -> tuple[tuple, tuple]:
-    """``static_argnums`` and ``static_argnames`` completed from each other through
-    ``fun``'s signature, as JAX does: given one, the other names the same parameters (those
-    that can be passed either way); given both, each is kept as given. Checked against the
-    signature: a position past its positional parameters (without ``*args``), or a name it
-    does not take (without ``**kwargs``), is an error."""
-    for i in argnums:
-        if not isinstance(i, (int, np.integer)) or isinstance(i, bool):
-            raise SpmdTypeError(f"jit: static_argnums must be ints, got {i!r}.")
-    for name in argnames:
-        if not isinstance(name, str):
-            raise SpmdTypeError(f"jit: static_argnames must be strings, got {name!r}.")
-    argnums = tuple(int(i) for i in argnums)
-    try:
-        parameters = inspect.signature(fun).parameters
-    except (TypeError, ValueError):  # builtins and some callables have no signature
-        return argnums, argnames
-    kinds = [p.kind for p in parameters.values()]
-    names = list(parameters)
-    if argnums and not argnames:
-        argnames = tuple(k for i, k in enumerate(names) if kinds[i] == _NAMED and i in argnums)
-    elif argnames and not argnums:
-        argnums = tuple(i for i, k in enumerate(names) if kinds[i] == _NAMED and k in argnames)
-    positional = (inspect.Parameter.POSITIONAL_ONLY, _NAMED)
-    if inspect.Parameter.VAR_POSITIONAL not in kinds:
-        count = sum(kind in positional for kind in kinds)
-        for i in argnums:
-            if i >= count:
-                raise SpmdValueError(
-                    f"jit: static_argnums has {i}, but the function takes only {count} "
-                    f"positional arguments ({', '.join(names[:count]) or 'none'}); name a "
-                    f"parameter it has, or use static_argnames."
-                )
-    only_positional = {k for k, kind in zip(names, kinds, strict=True)
-                       if kind == inspect.Parameter.POSITIONAL_ONLY}  # fmt: skip
-    if bad := sorted(only_positional & set(argnames)):
-        raise SpmdValueError(
-            f"jit: static_argnames names {bad}, which are positional-only parameters; "
-            f"use static_argnums for them."
-        )
-    if inspect.Parameter.VAR_KEYWORD not in kinds:
-        keyword = {k for k, kind in zip(names, kinds, strict=True)
-                   if kind in (_NAMED, inspect.Parameter.KEYWORD_ONLY)}  # fmt: skip
-        if bad := sorted(set(argnames) - keyword):
-            raise SpmdValueError(
-                f"jit: static_argnames names {bad}, but the function takes no such "
-                f"argument (its parameters: {', '.join(names) or 'none'})."
-            )
-    return argnums, tuple(argnames)
 
 
 @dataclass(frozen=True)
@@ -110,23 +61,6 @@ class _Traced:
     partitioned: Partitioned | None = None  # per-device steps, when the program uses a mesh
     memory_kinds: tuple = ()  # per output, when partitioned
     arrivals: tuple = ()  # per argument leaf, when partitioned: a sharding it moves to first
-
-
-_SCALAR_TYPES = (bool, int, float, complex)
-_LEAF_TYPES = frozenset({np.ndarray, Array, *_SCALAR_TYPES})
-
-
-def _leaf_key(x: Any) -> tuple | type:
-    """What of an argument the compiled program depends on: its type, shape, dtype, sharding."""
-    kind = type(x)
-    if kind is np.ndarray:
-        return (x.shape, x.dtype)
-    if kind is Array:
-        return (x.shape, x.dtype, x.sharding)
-    if kind in _SCALAR_TYPES:
-        return kind
-    aval = aval_of(x)
-    return (aval.shape, aval.dtype, aval.weak_type, kind)
 
 
 class Jitted:
@@ -144,11 +78,11 @@ class Jitted:
     ) -> None:
         self.fun = fun
         self.static_argnums, self.static_argnames = static_arguments(
-            fun, _as_tuple(static_argnums), _as_tuple(static_argnames)
+            fun, as_tuple(static_argnums), as_tuple(static_argnames)
         )
         self.in_shardings = in_shardings
         self.out_shardings = out_shardings
-        self.donate_argnums = _as_tuple(donate_argnums)
+        self.donate_argnums = as_tuple(donate_argnums)
         self._cache: dict = {}
         functools.update_wrapper(self, fun, updated=())
         if not hasattr(self, "__name__"):  # a functools.partial, a callable object
@@ -190,16 +124,20 @@ class Jitted:
 
     def trace(self, *args, **kwargs) -> tuple[_Traced, list]:
         """The cached compilation for these arguments (tracing on a miss), and their leaves."""
+        x64 = x64_enabled()
         flat = not kwargs and not self.static_argnums and not self.static_argnames
-        if flat and _LEAF_TYPES.issuperset(map(type, args)):  # skip pytree flattening
-            leaves, key = args, (len(args), *map(_leaf_key, args))
+        if flat and LEAF_TYPES.issuperset(map(type, args)):  # skip pytree flattening
+            leaves = args if x64 else tuple(arguments_32(args, self.label))
+            key = (x64, len(args), *map(leaf_key, leaves))
             traced = self._cache.get(key)
             if traced is None:
-                traced = self._cache[key] = self._compile((), *tree_flatten((args, {}))[::-1])
+                traced = self._cache[key] = self._compile((), *tree_flatten((leaves, {}))[::-1])
             return traced, leaves
         static, dynamic = self._split(args, kwargs)
         leaves, in_tree = tree_flatten(dynamic)
-        key = (in_tree, static, *map(_leaf_key, leaves))
+        if not x64:
+            leaves = arguments_32(leaves, self.label)
+        key = (x64, in_tree, static, *map(leaf_key, leaves))
         traced = self._cache.get(key)
         if traced is None:
             traced = self._cache[key] = self._compile(static, in_tree, leaves)
@@ -212,6 +150,8 @@ class Jitted:
         with tracing(trace):
             out = self._call_with(static, tracers, in_tree)
         out_leaves, out_tree = tree_flatten(out)
+        if not x64_enabled():  # host data the function returns, as its argument would be
+            out_leaves = arguments_32(out_leaves, f"{self.label} output")
         program = trace.finish([t.node for t in tracers], out_leaves)
         who = f"jit({self.__name__}) out_shardings"
         targets = [None if t is None else as_sharding(t, who) for t in self._out_targets(out_tree)]
@@ -289,7 +229,7 @@ class Jitted:
         if current_trace() is not EVAL_TRACE:  # inside another trace: inline the function
             return self._inline(args, kwargs)
         if self.in_shardings is not None:
-            args, kwargs = self._place_inputs(args, kwargs)
+            args = placed_inputs(self.in_shardings, args, f"jit({self.__name__}) in_shardings")
         traced, leaves = self.trace(*args, **kwargs)
         if traced.partitioned is not None:
             return self._call_partitioned(traced, leaves)
@@ -303,7 +243,8 @@ class Jitted:
         foreign = (*inputs, *consts)
         outs = []
         for value, (aval, sharding, where) in zip(values, traced.outputs, strict=True):
-            value = np.asarray(value)
+            # a Python scalar the function returned has its (weak) type's dtype
+            value = np.asarray(value, aval.dtype if type(value) in SCALAR_TYPES else None)
             if value.dtype != aval.dtype or value.shape != aval.shape:
                 raise RuntimeError(f"internal error: jit computed {value.dtype} for {aval}")
             outs.append(adopt(value, sharding, where, foreign))
@@ -347,30 +288,9 @@ class Jitted:
             ) from None
         return tree_leaves(prefix, is_leaf=lambda x: x is None or _is_target(x))
 
-    def _place_inputs(self, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
-        """Arguments moved to ``in_shardings`` (a prefix of the positional arguments)."""
-        targets = self.in_shardings
-        who = f"jit({self.__name__}) in_shardings"
-        if _is_target(targets):
-            targets = (targets,) * len(args)
-        if not isinstance(targets, (tuple, list)) or len(targets) != len(args):
-            given = len(targets) if isinstance(targets, (tuple, list)) else type(targets).__name__
-            raise ShardingError(
-                f"{who} has {given} entries but the call passed {len(args)} positional "
-                f"arguments; give one sharding (or None) per positional argument, or one "
-                f"sharding for all of them."
-            )
-        placed = []
-        for i, (arg, target) in enumerate(zip(args, targets, strict=True)):
-            try:
-                placed.append(device_put(arg, target))
-            except SpmdError as error:
-                raise type(error)(f"{who}[{i}] for argument {i}: {error}") from None
-        return tuple(placed), kwargs
-
     def lower(self, *args, **kwargs) -> Lowered:
         if self.in_shardings is not None:
-            args, kwargs = self._place_inputs(args, kwargs)
+            args = placed_inputs(self.in_shardings, args, f"jit({self.__name__}) in_shardings")
         traced, _ = self.trace(*args, **kwargs)
         return Lowered(traced.program, traced.partitioned, self)
 
