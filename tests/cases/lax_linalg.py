@@ -139,19 +139,17 @@ def svd(part=None, **kwargs):
 
 
 def eigh(vectors=True, **kwargs):
-    """lax.linalg.eigh of ``gram(x)``; spmd's operand carries ``y`` where it must not count:
-    the anti-Hermitian ``y - yᴴ`` that symmetrizing removes, or (symmetrize_input=False) the
-    triangle eigh does not read. (v, w), each eigenvector made real and positive in its first
-    element; w alone (``vectors=False``) or v alone (``vectors="only"``)."""
+    """lax.linalg.eigh of ``gram(x)`` plus ``y`` where it must not count: the anti-Hermitian
+    ``y - yᴴ`` that symmetrizing removes, or (symmetrize_input=False) the triangle eigh does
+    not read. (v, w), each eigenvector made real and positive in its first element; w alone
+    (``vectors=False``) or v alone (``vectors="only"``)."""
 
     def fn(m, x, y):
-        a = gram(m, x)
-        if m is not np:
-            y = y * 1  # bools as integers
-            if kwargs.get("symmetrize_input", True):
-                a = a + (y - _adjoint(m, y))
-            else:
-                a = a + (m.triu(y, 1) if kwargs.get("lower", True) else m.tril(y, -1))
+        y = y * 1  # bools as integers
+        if kwargs.get("symmetrize_input", True):
+            a = gram(m, x) + (y - _adjoint(m, y))
+        else:
+            a = gram(m, x) + (m.triu(y, 1) if kwargs.get("lower", True) else m.tril(y, -1))
         v, w = lax_linalg(m, "eigh")(a, **kwargs)
         if not vectors:
             return w
