@@ -38,7 +38,10 @@ def _take_along_shape(x: ShapedArray, indices: ShapedArray, *, axis: int) -> Sha
 
 
 def _take_along_impl(xp, x, indices, *, axis):
-    return ns.take_along_axis(xp, ns.asarray(xp, x), ns.asarray(xp, indices), axis)
+    if xp is np:
+        return np.take_along_axis(np.asarray(x), np.asarray(indices), axis)
+    wide = ns.asarray(xp, indices, np.dtype(np.int64))  # torch gathers by int64 only
+    return ns.take_along_axis(xp, ns.asarray(xp, x), wide, axis)
 
 
 def along_factors(ins, outs, axis: int, linear: str | None = None, whole: bool = False) -> Factors:
@@ -131,8 +134,9 @@ def _top_k_impl(xp, x, *, k, axis):
     else:
         order = ns.argsort(xp, xp.flip(x, axis=axis), axis)
         last = xp.take(xp.flip(order, axis=axis), xp.arange(k, device=ns.device_of(x)), axis=axis)
-    indices = ns.astype(xp, (n - 1) - last, np.dtype(np.int32))
-    return [ns.take_along_axis(xp, x, indices, axis), indices]
+    positions = (n - 1) - last
+    values = ns.take_along_axis(xp, x, positions, axis)
+    return [values, ns.astype(xp, positions, np.dtype(np.int32))]
 
 
 def _top_k_sharding(ins, outs, *, k: int, axis: int) -> Factors:

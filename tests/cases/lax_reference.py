@@ -59,14 +59,33 @@ def _clz(x):
 
 def _broadcast_in_dim(x, shape, dims):
     """``out[i] = x[i[dims[0]], i[dims[1]], ...]``, size-1 operand dimensions read at 0."""
+    _fits(x, dims, "broadcast_in_dim")
+    if any(np.shape(x)[i] not in (1, shape[d]) for i, d in enumerate(dims)):
+        raise ValueError("broadcast_in_dim: sizes do not fit")
     x, grid = np.asarray(x), np.indices(shape, sparse=True)
     return np.broadcast_to(
         x[tuple(np.minimum(grid[d], x.shape[i] - 1) for i, d in enumerate(dims))], shape
     )
 
 
+def _fits(x, entries, what):
+    """lax's rule: one entry per dimension (NumPy would take fewer)."""
+    if len(entries) != np.ndim(x):
+        raise ValueError(f"{what}: {len(entries)} entries for {np.ndim(x)} dimensions")
+
+
+def _slice(x, starts, limits, strides=None):
+    strides = (1,) * len(starts) if strides is None else strides
+    for entries in (starts, limits, strides):
+        _fits(x, entries, "slice")
+    if any(not 0 <= s <= e <= n for s, e, n in zip(starts, limits, np.shape(x), strict=True)):
+        raise ValueError("slice: outside the operand")
+    return np.asarray(x)[tuple(map(slice, starts, limits, strides))]
+
+
 def _pad(x, value, config):
     """Element k of each dimension lands at ``low + k * (interior + 1)``; kept where inside."""
+    _fits(x, config, "pad")
     x = np.asarray(x)
     shape = tuple(
         lo + hi + n + max(n - 1, 0) * it for (lo, hi, it), n in zip(config, x.shape, strict=True)
@@ -180,12 +199,7 @@ NUMPY_LAX_OPERATORS = types.SimpleNamespace(
     rev=lambda x, dimensions: np.flip(x, tuple(dimensions)),
     select_n=lambda which, *cases: np.choose(np.asarray(which, np.intp), cases),
     pad=_pad,
-    slice=lambda x, starts, limits, strides=None: x[
-        tuple(
-            slice(s, e, 1 if strides is None else k)
-            for s, e, k in zip(starts, limits, strides or starts, strict=True)
-        )
-    ],
+    slice=_slice,
     slice_in_dim=lambda x, start, limit, stride=1, axis=0: np.take(
         x, np.arange(x.shape[axis])[slice(start, limit, stride)], axis=axis
     ),
