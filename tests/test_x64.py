@@ -275,3 +275,19 @@ def test_promotion_is_numpys_made_32_bit_not_jaxs_lattice(x64_off):  # noqa: F81
     """What docs/ARCHITECTURE.md says: JAX gives float16 here; spmd gives NumPy's float32."""
     result = snp.ones(2, np.int16) + snp.ones(2, np.float16)
     assert result.dtype == np.float32
+
+
+def test_dtype_queries_answer_for_the_mode(x64_off):  # noqa: F811
+    assert snp.result_type(np.float64) == np.float32
+    assert snp.result_type(np.int32, np.uint32) == np.int32
+    assert snp.result_type(snp.ones(2, np.int32), 1.5) == np.float32
+    defaults = snp.__array_namespace_info__().default_dtypes()
+    assert defaults == {
+        "real floating": np.float32,
+        "complex floating": np.complex64,
+        "integral": np.int32,
+        "indexing": np.int32,
+    }
+    with enable_x64():
+        assert snp.result_type(np.int32, np.uint32) == np.int64
+        assert snp.__array_namespace_info__().default_dtypes()["integral"] == np.int64

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from spmd.core.dtypes import canonical_dtype
 from spmd.core.methods import ArrayMethods
 from spmd.numpy.namespace_info import __array_namespace_info__
 
@@ -75,8 +76,8 @@ def _numpy_operand(x):
 
 
 def result_type(*arrays_and_dtypes):
-    """NumPy's ``result_type``, taking spmd arrays too."""
-    return np.result_type(*(_numpy_operand(x) for x in arrays_and_dtypes))
+    """NumPy's ``result_type``, taking spmd arrays too (with x64 off, the 32-bit type)."""
+    return canonical_dtype(np.result_type(*(_numpy_operand(x) for x in arrays_and_dtypes)))
 
 
 def can_cast(from_, to, casting="safe"):

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from spmd.core.dtypes import canonical_dtype
 from spmd.sharding.device import devices
 
 _DTYPES = {
@@ -44,12 +45,13 @@ class NamespaceInfo:
         return list(devices())
 
     def default_dtypes(self, *, device: Any = None) -> dict[str, np.dtype]:
-        return {
+        defaults = {
             "real floating": np.dtype(np.float64),
             "complex floating": np.dtype(np.complex128),
             "integral": np.dtype(np.int64),
             "indexing": np.dtype(np.intp),
         }
+        return {kind: canonical_dtype(d) for kind, d in defaults.items()}  # x64 off: 32 bits
 
     def dtypes(self, *, device: Any = None, kind: Any = None) -> dict[str, np.dtype]:
         if kind is None:
