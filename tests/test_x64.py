@@ -5,6 +5,8 @@ Where data enters, where a dtype is named or defaulted, and where any operation 
 runs in this mode too (tests/test_cases.py, a sampled subset, tests/x64_mode.py's oracle).
 """
 
+import contextlib
+
 import numpy as np
 import pytest
 
@@ -13,6 +15,8 @@ import spmd.numpy as snp
 from spmd import NamedSharding, P
 from spmd.config import Config
 from spmd.experimental import disable_x64, enable_x64
+from tests import x64_mode
+from tests.cases import Case
 from tests.x64_mode import restore_x64, x64_off  # noqa: F401  (fixtures)
 
 WIDE = [np.float64, np.int64, np.uint64, np.complex128]
@@ -291,3 +295,23 @@ def test_dtype_queries_answer_for_the_mode(x64_off):  # noqa: F811
     with enable_x64():
         assert snp.result_type(np.int32, np.uint32) == np.int64
         assert snp.__array_namespace_info__().default_dtypes()["integral"] == np.int64
+
+
+def test_the_case_table_oracle_with_x64_off_can_fail(monkeypatch):
+    """tests/x64_mode.py's check is not vacuous: wrong values, a wrong dtype, a missing
+    error, and NumPy's 64-bit rules (the mode left on) all fail it."""
+    sin = Case("sin", lambda m, x: m.sin(x), ((2, 3),))
+    x64_mode.check_case_32(sin, np.float64)
+    for wrong in (
+        lambda m, x: m.sin(x) + (1e-3 if m is snp else 0),
+        lambda m, x: m.sin(x).astype(np.float16) if m is snp else m.sin(x),
+    ):
+        with pytest.raises(AssertionError, match="x64 off, eager"):
+            x64_mode.check_case_32(Case("sin", wrong, ((2, 3),)), np.float32)
+    with pytest.raises(pytest.fail.Exception, match="DID NOT RAISE"):
+        x64_mode.check_case_32(Case("sin", sin.fn, ((2,),), error=ValueError), np.int32)
+    total = Case("sum", lambda m, x: m.sum(x), ((2, 3),))
+    x64_mode.check_case_32(total, np.int32)
+    monkeypatch.setattr(x64_mode, "disable_x64", contextlib.nullcontext)
+    with pytest.raises(AssertionError, match="got int64"):
+        x64_mode.check_case_32(total, np.int32)

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 import spmd
+from spmd import NamedSharding, P
 from spmd.experimental import disable_x64
 from tests.cases import Case, assert_matches, make_inputs, numpy_result
 
@@ -69,6 +70,13 @@ def expected_32(result):
     return result.astype(to_32(result.dtype))
 
 
+def split(inputs: list) -> list:
+    """The inputs' first dimensions split over two devices (blocks may be uneven or empty);
+    0-d inputs stay on the host."""
+    mesh = spmd.make_mesh((2,), ("x",))
+    return [x if x.ndim == 0 else spmd.device_put(x, NamedSharding(mesh, P("x"))) for x in inputs]
+
+
 def check_case_32(case: Case, dtype, seed: int = 0) -> None:
     """The row, eagerly and under jit with x64 off, gives NumPy's result on 32-bit inputs in
     32-bit dtypes; a row that expects an error raises it in this mode too, where its inputs
@@ -84,6 +92,9 @@ def check_case_32(case: Case, dtype, seed: int = 0) -> None:
     runs = {"eager": lambda: case.fn(spmd.numpy, *[spmd.device_put(x) for x in inputs])}
     if not case.eager_only:
         runs["jit"] = lambda: spmd.jit(lambda *xs: case.fn(spmd.numpy, *xs))(*inputs)
+        runs["jit, split over 2 devices"] = lambda: spmd.jit(lambda *xs: case.fn(spmd.numpy, *xs))(
+            *split(inputs)
+        )
     for mode, run in runs.items():
         with disable_x64(), warnings.catch_warnings(), np.errstate(all="ignore"):
             warnings.simplefilter("ignore")
