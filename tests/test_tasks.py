@@ -17,21 +17,6 @@ from tests.cases import CASES, FAMILIES, KNOWN_BUGS, assert_matches, make_inputs
 
 SEED = 20261123
 
-# Rows shard_tasks gets wrong today, each with why; test_known_task_bugs_still_fail keeps them
-# honest (a strict xfail: it fails once they pass, and they return to the table's test).
-TASK_BUGS = {
-    "grouped convolutions": (
-        lambda case: case.name.startswith("lax.conv") and "group_count=" in case.id,
-        "dimension classes (spmd/sharding/dimension_classes.py) cut a grouped feature "
-        "dimension (groups x features per group) element by element, across its groups, so "
-        "a block's group count comes out 0 (mesh sharding keeps whole groups and is exact)",
-    ),
-}
-
-
-def _task_bug(case) -> bool:
-    return any(applies(case) for applies, _ in TASK_BUGS.values())
-
 
 def nx_inputs():
     left = np.arange(12, dtype=np.float32).reshape(2, 2, 3)
@@ -81,7 +66,7 @@ def table_rows(family: str):
     rng = np.random.default_rng([SEED, FAMILIES.index(family)])
     for case in CASES:
         # shard_tasks traces the function: eager-only rows (EAGER_ONLY) cannot run as tasks
-        if case.family != family or case.error is not None or case.eager_only or _task_bug(case):
+        if case.family != family or case.error is not None or case.eager_only:
             continue
         bad = KNOWN_BUGS.get(case.id, ((), ""))[0]
         dtypes = [d for d in case.dtypes if d not in bad]
@@ -156,15 +141,6 @@ def test_table_rows_run_as_tasks_equal_numpy(family):
     assert not failures, f"{len(failures)} rows differ:\n" + "\n".join(failures[:20])
     if family not in ("creation", "control"):  # control flow reads its operands whole
         assert cut > 10, "too few rows were cut into several tasks to test anything"
-
-
-@pytest.mark.xfail(strict=True, reason=" ".join(reason for _, reason in TASK_BUGS.values()))
-def test_known_task_bugs_still_fail():
-    rng = np.random.default_rng(SEED)
-    rows = [case for case in CASES if case.error is None and _task_bug(case)]
-    assert rows
-    for case in rows:
-        run_row(case, case.dtypes[0], rng)
 
 
 # --- programs --------------------------------------------------------------------------------

@@ -5,7 +5,8 @@ rule ties by a factor (a matmul's rows in its operand and its result, an element
 dimension and its operands') share a class. Where a reshape merges dimensions, one element of
 the merged dimension's major factor stands for several of the merged one, so each dimension
 measures its class in its own *unit*: the elements of one grain, the finest cut that falls on
-a whole number of elements in every dimension of the class.
+a whole number of elements in every dimension of the class and of every factor tied to it (a
+grouped convolution's features are groups x features per group: a cut keeps whole groups).
 
 A class is *mixed* when an equation combines its elements: a contraction or reduction over
 it, a rule that blocks it (cumsum, an index, a concatenation axis) or reads it whole (a
@@ -158,6 +159,11 @@ def _classes(union: _WeightedUnion, mixing, values: set[Var], program: Program) 
             root, scale = union.find((var, d))
             members.setdefault(root, []).append(((var, d), scale))
     numbers = {root: n for n, root in enumerate(members)}
+    factor_scales: dict[Node, list[Fraction]] = {}  # a cut falls on whole factor elements too
+    for node in list(union.parent):
+        if node[0] == "factor":
+            root, scale = union.find(node)
+            factor_scales.setdefault(root, []).append(scale)
     found = Classes()
     for node, reason in mixing:
         root, _ = union.find(node)
@@ -165,7 +171,7 @@ def _classes(union: _WeightedUnion, mixing, values: set[Var], program: Program) 
             found.mixed.setdefault(numbers[root], reason)
     for root, dims in members.items():
         cls = numbers[root]
-        grain = _grain([scale for _, scale in dims])
+        grain = _grain([scale for _, scale in dims] + factor_scales.get(root, []))
         units = {key: grain * scale for key, scale in dims}
         counts = {key[0].aval.shape[key[1]] / unit for key, unit in units.items()}
         whole = all(u.denominator == 1 for u in units.values())
