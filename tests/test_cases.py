@@ -12,7 +12,7 @@ import pytest
 
 import spmd
 import spmd.numpy as snp
-from spmd.numpy import linalg_compositions, linalg_decompositions, sets
+from spmd.numpy import linalg_compositions, linalg_decompositions
 from tests import x64_mode
 from tests.backend import needs_missing_dtype, refused_by_backend
 from tests.cases import (
@@ -207,8 +207,7 @@ def lax_array_modules() -> list:
 
 
 def _defined_functions(module) -> set[str]:
-    """The public functions ``module`` itself defines (linalg_compositions' __all__ is empty:
-    spmd.numpy.linalg imports its names one by one)."""
+    """The public functions ``module`` itself defines, whether or not its __all__ lists them."""
     return {
         name
         for name, value in vars(module).items()
@@ -219,7 +218,6 @@ def _defined_functions(module) -> set[str]:
 def public_names() -> set[str]:
     """Every name the case table must have rows for, as the rows name them."""
     functions = set(snp.__all__) - set(snp.constants.__all__)  # NumPy's own dtypes and constants
-    functions |= set(sets.ATTRIBUTES) | {"nonzero"}  # eager-only, not (yet) in snp.__all__
     public = functions | {f"nn.{name}" for name in spmd.nn.__all__}
     public |= {f"fft.{name}" for name in snp.fft.__all__}
     linalg = {*linalg_decompositions.__all__, *linalg_compositions.__all__}
@@ -242,7 +240,7 @@ def test_every_public_function_has_rows_and_every_row_a_public_function():
 
 def test_the_eager_only_rows_are_the_data_dependent_functions():
     eager = {case.name for case in CASES if case.eager_only}
-    assert eager == set(sets.ATTRIBUTES) | {"nonzero"}
+    assert eager == {"unique_all", "unique_counts", "unique_inverse", "unique_values", "nonzero"}
     assert all(not case.eager_only for case in CASES if case.name == "unique")  # size= given
 
 

@@ -64,7 +64,7 @@ __all__ = [
 
 # Attributes (NumPy's own np.shape(x) on spmd values dispatches here) that join __all__ once
 # the case table (tests/cases/) has rows for them.
-empty_like, nonzero = creation.empty_like, indexing.nonzero
+empty_like = creation.empty_like
 ndim, shape, size = shaping.ndim, shaping.shape, shaping.size
 vdot = linalg.vdot
 column_stack, dstack, hstack, vstack = (
@@ -73,5 +73,3 @@ column_stack, dstack, hstack, vstack = (
     stacking.hstack,
     stacking.vstack,
 )
-for _module in (binning, products, sets, statistics):
-    globals().update({_name: getattr(_module, _name) for _name in _module.ATTRIBUTES})

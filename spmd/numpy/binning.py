@@ -188,4 +188,3 @@ __all__ = [
     "interp",
     "searchsorted",
 ]
-ATTRIBUTES: list[str] = []

@@ -320,4 +320,4 @@ def _traced_nonzero(a: Any, aval: Any, size: int, fills: tuple) -> tuple:
     return tuple(reversed(result))
 
 
-__all__ = ["_getitem", "take"]
+__all__ = ["_getitem", "nonzero", "take"]

@@ -189,3 +189,6 @@ def matrix_power(x: Any, n: int, /) -> Any:
 
 
 __all__: list[str] = []
+
+
+__all__ = ["cross", "diagonal", "matrix_norm", "matrix_power", "trace", "vector_norm"]

@@ -151,4 +151,3 @@ __all__ = [
     "kron",
     "vecdot",
 ]
-ATTRIBUTES: list[str] = []

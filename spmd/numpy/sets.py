@@ -177,11 +177,13 @@ def isin(element: Any, test_elements: Any, assume_unique: bool = False, invert: 
     return snp.logical_not(found) if invert else found
 
 
+# unique_all/_counts/_inverse/_values: their results' shapes depend on the data (no size=),
+# so they run eagerly only; jit refuses them with the fix.
 __all__ = [
     "isin",
     "unique",
+    "unique_all",
+    "unique_counts",
+    "unique_inverse",
+    "unique_values",
 ]
-# Exported from spmd/numpy/__init__.py as attributes: whose result's shape depends on the data
-# (no size=), they cannot run under jit, so the case table has no rows for them (the
-# differential suite checks them eagerly).
-ATTRIBUTES = ["unique_all", "unique_counts", "unique_inverse", "unique_values"]

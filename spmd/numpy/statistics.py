@@ -338,4 +338,3 @@ __all__ = [
     "percentile",
     "quantile",
 ]
-ATTRIBUTES: list[str] = []

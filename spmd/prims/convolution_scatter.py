@@ -130,7 +130,7 @@ def scatter_conv(xp, lhs, kernel, plan: ScatterPlan, zeros, matmul, is_bool: boo
     products = xp.reshape(products, plan.products_split)
     acc = zeros(plan.acc_shape)
     for tap, index_products, index_out in plan.taps:
-        part = xp.permute_dims(products[tap], plan.product_order)[index_products]
+        part = xp.permute_dims(products[tap, ...], plan.product_order)[index_products]
         if numpy:  # in place, through a view
             view = acc[index_out]
             (np.logical_or if is_bool else np.add)(view, part, out=view)
