@@ -315,3 +315,41 @@ def test_the_case_table_oracle_with_x64_off_can_fail(monkeypatch):
     monkeypatch.setattr(x64_mode, "disable_x64", contextlib.nullcontext)
     with pytest.raises(AssertionError, match="got int64"):
         x64_mode.check_case_32(total, np.int32)
+
+
+def test_python_scalars_held_as_arrays_have_the_32_bit_dtype(x64_off):  # noqa: F811
+    """A Python scalar computes as NumPy's 64-bit default; what holds it as an array (a
+    broadcast, a reduction, a loop's stacked outputs) still gives the 32-bit type."""
+    for run in (lambda f, *a: f(*a), lambda f, *a: spmd.jit(f)(*a)):
+        assert run(lambda a: snp.broadcast_to(a, (3,)), 2).dtype == np.int32
+        assert run(lambda a: snp.mean(a), 2.0).dtype == np.float32
+        assert run(lambda a: snp.stack([a, a]), 1.5).dtype == np.float32
+        ys = run(lambda c0: spmd.lax.scan(lambda c, _: (c + 1, c), c0, None, length=4)[1], 0)
+        assert ys.dtype == np.int32 and np.asarray(ys).tolist() == [0, 1, 2, 3]
+
+
+def test_gradient_through_a_loop_keeps_32_bits(x64_off):  # noqa: F811
+    x = np.random.default_rng(0).normal(size=(4, 3))
+
+    def loop(v):
+        step = lambda i, c: snp.tanh(c) * v[i] + snp.sin(v[i])  # noqa: E731
+        return spmd.lax.fori_loop(0, v.shape[0], step, v[0])
+
+    def numpy_loop(v):
+        c = v[0]
+        for i in range(v.shape[0]):
+            c = np.tanh(c) * v[i] + np.sin(v[i])
+        return c.sum()
+
+    eps, want = 1e-6, np.zeros_like(x)
+    for index in np.ndindex(x.shape):
+        step = np.zeros_like(x)
+        step[index] = eps
+        want[index] = (numpy_loop(x + step) - numpy_loop(x - step)) / (2 * eps)
+    for grad in (
+        spmd.grad(lambda v: snp.sum(loop(v))),
+        spmd.jit(spmd.grad(lambda v: snp.sum(loop(v)))),
+    ):
+        got = grad(x)
+        assert got.dtype == np.float32
+        np.testing.assert_allclose(np.asarray(got), want, rtol=1e-4, atol=1e-5)

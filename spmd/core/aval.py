@@ -1,8 +1,8 @@
 """Abstract values (shape, dtype, weak type) and NumPy 2 (NEP 50) type promotion.
 
-Named dtypes and Python scalars' weak dtypes follow the x64 mode (spmd/core/dtypes.py);
-``result_dtype`` is NumPy's promotion, the dtype an implementation gives, which
-``Primitive.bind`` converts after where the mode wants it narrower."""
+Named dtypes follow the x64 mode (spmd/core/dtypes.py), and with x64 off a Python int must
+fit int32. ``result_dtype`` and Python scalars' types are NumPy's, what an implementation
+computes, which ``Primitive.bind`` converts after where the mode wants it narrower."""
 
 from __future__ import annotations
 
@@ -77,17 +77,17 @@ def check_dtype(dtype: object, argument: str = "dtype") -> np.dtype:
 
 
 def python_scalar_aval(x: bool | int | float | complex) -> ShapedArray:
-    """A Python scalar's type: weak int64, float64 or complex128 (int32, float32, complex64
-    with x64 off, where an int that int32 cannot hold raises); bool is strong."""
+    """A Python scalar's type: weak int64, float64 or complex128, the dtype NumPy computes it
+    in (promotion reads only a weak type's kind); bool is strong. With x64 off an int that
+    int32 cannot hold raises, and results of these dtypes are made 32-bit by
+    ``Primitive.bind``."""
     if isinstance(x, bool):
         return ShapedArray((), np.dtype(bool))
     if isinstance(x, int):
         if not x64_enabled():
             check_python_int(x, "operand")
-        dtype = np.dtype(np.int64)
-    else:
-        dtype = np.asarray(x).dtype
-    return ShapedArray((), canonical_dtype(dtype), weak_type=True)
+        return ShapedArray((), np.dtype(np.int64), weak_type=True)
+    return ShapedArray((), np.asarray(x).dtype, weak_type=True)
 
 
 def result_dtype(*avals: ShapedArray) -> tuple[np.dtype, bool]:

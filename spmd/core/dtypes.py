@@ -2,23 +2,29 @@
 int64 included) or off (JAX's 32-bit defaults), and what each dtype becomes in the mode.
 
 With x64 off each 64-bit dtype stands for its 32-bit one, as JAX's ``canonicalize_dtype``
-has it: float64 -> float32, int64 -> int32, uint64 -> uint32, complex128 -> complex64; a
-Python float is a weak float32 and a Python int a weak int32. The mode is applied where a
-dtype can arise, and nowhere else:
+has it: float64 -> float32, int64 -> int32, uint64 -> uint32, complex128 -> complex64. The
+mode is applied where a dtype can arise, and nowhere else:
 
-- data entering spmd (device_put, asarray and array, jit's arguments): ``canonical_host``;
+- data entering spmd (device_put, asarray and array, jit's arguments and what it returns,
+  constants a trace captures): ``canonical_host``; an integer the 32-bit type cannot hold
+  raises rather than wrap (a Python int must fit int32, as in JAX);
 - a dtype named by the caller, or a creation function's default (``check_dtype`` in
-  spmd/core/aval.py), and a Python scalar's weak dtype (``python_scalar_aval`` there);
-- every primitive's operands and results (``Primitive.bind``, spmd/core/primitive.py):
-  an operand of a 64-bit dtype (an Array made while x64 was on) is converted first, and a
+  spmd/core/aval.py);
+- every primitive's operands and results (``Primitive.bind``, spmd/core/primitive.py): an
+  operand of a 64-bit dtype (an Array made while x64 was on) is converted first, and a
   result that NumPy's promotion makes 64-bit (int32 + uint32 -> int64, sum(int32) -> int64,
   int32 / int32 -> float64) is converted after, by a ``convert_element_type`` step that the
   program records, so every trace (eager, jit, grad, vmap, shard_map) sees the 32-bit type.
 
+Implementations and the executor never read the mode: a program holds its decisions. A
+Python scalar is weak (its kind is what promotion reads: ``float16_array * 2.0`` is
+float16) and is typed as NumPy computes it (float64, int64); a weak result is converted to
+a strong array of its 32-bit type, so no value outside a trace is 64-bit.
+
 Promotion is NumPy's, then canonicalized (not JAX's lattice): the two agree on all 32-bit
 inputs except an integer wider than 8 bits with float16 (JAX: float16; spmd: float32, as
-NumPy gives), and a strong integer array with a Python float (JAX: a weak float32; spmd: a
-strong one, as Arrays are never weak).
+NumPy gives), and where JAX keeps a result weak (a strong integer array with a Python float
+is a weak float32 in JAX; spmd's Arrays are never weak).
 """
 
 from __future__ import annotations

@@ -130,23 +130,34 @@ def _bind_32(primitive: Primitive, args: tuple, params: dict) -> Any:
     first, and results that NumPy's promotion (what the shape rule and the implementation
     follow) makes 64-bit are converted after, so every trace sees the 32-bit type."""
     if primitive is not _convert():  # converting from 64 bits is what it is for
-        args = tuple(_to_32(x) for x in args)
+        args = tuple(_operand_32(x) for x in args)
     out = current_trace().process(primitive, args, params)
     if primitive.multiple_results:
-        return type(out)(_to_32(o) for o in out)
-    return _to_32(out)
+        return type(out)(_result_32(o) for o in out)
+    return _result_32(out)
 
 
-def _to_32(x: Any) -> Any:
+def _operand_32(x: Any) -> Any:
     if type(x) is list:  # nested lists of numbers: data, whose aval is 32-bit (aval_of)
         return canonical_host(host_array(x, "an operand"), "an operand")
     dtype = getattr(x, "dtype", None)
-    if not isinstance(dtype, np.dtype) or is_canonical(dtype):
-        return x  # Python scalars (weak: their type follows the mode), 32-bit values
+    if not isinstance(dtype, np.dtype) or is_canonical(dtype) or getattr(x, "weak_type", False):
+        return x  # 32-bit values; Python scalars and weak values promote by their kind only
     if isinstance(x, np.ndarray | np.generic):
         return canonical_host(x, "an operand")
-    weak = bool(getattr(x, "weak_type", False)) and not x.shape
-    return _convert().bind(x, new_dtype=TO_32[dtype], weak_type=weak)
+    return _convert().bind(x, new_dtype=TO_32[dtype])
+
+
+def _result_32(x: Any) -> Any:
+    """A result in its 32-bit type, strong: a weak result (a Python scalar's stand-in, whose
+    implementation may give a Python scalar, that is NumPy's 64-bit default) becomes an
+    array of its dtype, so that every value a bind returns holds the dtype its type says."""
+    dtype = getattr(x, "dtype", None)
+    if not isinstance(dtype, np.dtype):
+        return x
+    if is_canonical(dtype) and not getattr(x, "weak_type", False):
+        return x
+    return _convert().bind(x, new_dtype=TO_32.get(dtype, dtype))
 
 
 def _convert() -> Primitive:

@@ -37,6 +37,7 @@ from spmd.transforms.jit_arguments import (
     arguments_32,
     as_tuple,
     leaf_key,
+    outputs_32,
     placed_inputs,
     static_arguments,
 )
@@ -150,8 +151,9 @@ class Jitted:
         with tracing(trace):
             out = self._call_with(static, tracers, in_tree)
         out_leaves, out_tree = tree_flatten(out)
-        if not x64_enabled():  # host data the function returns, as its argument would be
-            out_leaves = arguments_32(out_leaves, f"{self.label} output")
+        if not x64_enabled():  # what the function returns, in 32-bit dtypes
+            with tracing(trace):
+                out_leaves = outputs_32(out_leaves, self.label)
         program = trace.finish([t.node for t in tracers], out_leaves)
         who = f"jit({self.__name__}) out_shardings"
         targets = [None if t is None else as_sharding(t, who) for t in self._out_targets(out_tree)]

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from spmd.core.dtypes import TO_32, canonical_host, check_python_int, is_canonical
-from spmd.core.trace import aval_of
+from spmd.core.trace import Tracer, aval_of
 from spmd.errors import ShardingError, SpmdError, SpmdTypeError, SpmdValueError
 from spmd.prims.shape import convert_element_type_p
 from spmd.runtime.array import Array
@@ -108,6 +108,22 @@ def arguments_32(leaves: Sequence[Any], label: str) -> list:
             leaf = canonical_host(leaf, f"{label} argument {i}")
         elif kind is Array and not is_canonical(leaf.dtype):
             leaf = convert_element_type_p.bind(leaf, new_dtype=TO_32[leaf.dtype])
+        converted.append(leaf)
+    return converted
+
+
+def outputs_32(leaves: Sequence[Any], label: str) -> list:
+    """With x64 off, what a traced function returns in 32-bit dtypes: host data and Python
+    scalars become 32-bit NumPy values, and traced values of a 64-bit dtype (a Python-scalar
+    argument returned as it is) or weak ones are converted."""
+    converted = []
+    for i, leaf in enumerate(leaves):
+        if type(leaf) in SCALAR_TYPES:
+            leaf = np.asarray(leaf)
+        if isinstance(leaf, np.ndarray | np.generic):
+            leaf = canonical_host(leaf, f"{label} output {i}")
+        elif isinstance(leaf, Tracer) and (leaf.weak_type or not is_canonical(leaf.dtype)):
+            leaf = convert_element_type_p.bind(leaf, new_dtype=TO_32.get(leaf.dtype, leaf.dtype))
         converted.append(leaf)
     return converted
 
