@@ -17,9 +17,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from spmd.custom_derivatives import custom_jvp
 from spmd.numpy.shaping import astype
 from spmd.prims.elementwise import BINARY, UNARY, imag_p, real_p, where_p
+from spmd.transforms.custom_derivatives import custom_jvp
 
 _equal, _and, _not_equal = BINARY["equal"], BINARY["logical_and"], BINARY["not_equal"]
 _conj, _signbit, _isfinite, _isinf = (
