@@ -17,6 +17,7 @@ EPS = 1e-6
 # Rows whose derivative is zero almost everywhere, or not a function of the inputs' values
 # (indices, shapes): their jvp must be zero, which finite differences confirm away from jumps.
 PIECEWISE_CONSTANT = DISCONTINUOUS - {"where", "_getitem", "take", "nn.relu", "remainder", "mod"}
+PIECEWISE_CONSTANT -= {"lax.rem", "lax.select_n", "lax.top_k", "lax.linalg.lu"}  # slopes between
 
 
 def differentiable(case) -> bool:

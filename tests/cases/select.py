@@ -27,7 +27,7 @@ KNOWN_BUGS: dict[str, tuple[tuple, str]] = {}  # row id: (the dtypes it fails on
 # Rounding upstream can flip these (floor, comparisons, branches): random programs skip them.
 DISCONTINUOUS = {"sign", "floor", "ceil", "round", "around", "floor_divide", "remainder", "mod"}
 DISCONTINUOUS |= {"where", "argmax", "argmin", "nn.relu", "nn.one_hot", "_getitem", "take"}
-DISCONTINUOUS |= {"lax.sign", "lax.floor", "lax.ceil", "lax.round", "lax.rem", "lax.div"}
+DISCONTINUOUS |= {"lax.sign", "lax.floor", "lax.ceil", "lax.round", "lax.rem"}
 DISCONTINUOUS |= {"lax.argmax", "lax.argmin", "lax.top_k", "lax.select_n"}
 DISCONTINUOUS |= {"lax.linalg.lu", "lax.linalg.lu_pivots_to_permutation"}  # pivot choices
 
