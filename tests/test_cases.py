@@ -22,6 +22,7 @@ from tests.cases import (
     LAX_CONTROL_FLOW,
     Case,
     assert_matches,
+    data_dependent,
     make_inputs,
     numpy_result,
 )
@@ -282,6 +283,8 @@ def test_every_function_is_checked_on_every_dtype_on_scalars_and_on_size_0():
         for n in group:
             dtypes[n] = covered
     assert {n for n in names if not set(DTYPES) <= dtypes[n]} == set()
+    # NumPy 2.0 still reads a 0-d nonzero as 1-d, so the 0-d error row needs NumPy >= 2.1
+    scalars |= set() if data_dependent._NUMPY_REFUSES_0D_NONZERO else {"nonzero"}
     assert names - scalars == set()
     assert names - empties == set()
     assert names - works == set()
