@@ -17,7 +17,7 @@ import numpy as np
 
 from spmd.core.trace import aval_of
 from spmd.errors import ShapeError, SpmdTypeError, SpmdValueError
-from spmd.lax.padtype import padtype_to_pads
+from spmd.lax.padtype import padding_pairs, padtype_to_pads
 from spmd.numpy.creation import asarray
 from spmd.numpy.manipulation import flip
 from spmd.numpy.shaping import swapaxes
@@ -146,13 +146,7 @@ def conv_general_dilated(
         window = [dilate_dim(rhs_aval.shape[d], r)
                   for d, r in zip(dnums.rhs_spec[2:], rhs_dilation, strict=True)]  # fmt: skip
         padding = padtype_to_pads(spatial, window, window_strides, padding, WHO)
-    try:
-        padding = tuple((operator.index(lo), operator.index(hi)) for lo, hi in padding)
-    except (TypeError, ValueError):
-        raise SpmdTypeError(
-            f"{WHO}: padding={padding!r}; pass 'SAME', 'SAME_LOWER', 'VALID' or a sequence of "
-            f"{k} (low, high) integer pairs."
-        ) from None
+    padding = padding_pairs(padding, k, WHO)
     if preferred_element_type is not None:
         preferred_element_type = np.dtype(preferred_element_type)
     return conv_general_dilated_p.bind(

@@ -3,9 +3,11 @@ operation: convolutions and reduce_window."""
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
+from typing import Any
 
-from spmd.errors import SpmdValueError
+from spmd.errors import SpmdTypeError, SpmdValueError
 
 
 def padtype_to_pads(
@@ -30,3 +32,14 @@ def padtype_to_pads(
         small, large = total // 2, total - total // 2
         pads.append((small, large) if kind == "SAME" else (large, small))
     return pads
+
+
+def padding_pairs(padding: Any, count: int, who: str) -> tuple[tuple[int, int], ...]:
+    """Explicit padding as (low, high) pairs of ints; SpmdTypeError naming ``who`` otherwise."""
+    try:
+        return tuple((operator.index(lo), operator.index(hi)) for lo, hi in padding)
+    except (TypeError, ValueError):
+        raise SpmdTypeError(
+            f"{who}: padding={padding!r}; pass 'SAME', 'SAME_LOWER', 'VALID' or {count} "
+            f"(low, high) integer pairs."
+        ) from None

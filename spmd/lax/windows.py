@@ -27,7 +27,7 @@ import numpy as np
 from spmd import numpy as snp
 from spmd.core.trace import Tracer, aval_of
 from spmd.errors import ShapeError, SpmdTypeError, SpmdValueError
-from spmd.lax.padtype import padtype_to_pads
+from spmd.lax.padtype import padding_pairs, padtype_to_pads
 from spmd.prims.windows import REDUCTIONS
 from spmd.prims.windows_impl import params_key, plan
 from spmd.prims.windows_shapes import dilate, identity, window_shape
@@ -138,13 +138,7 @@ def window_params(aval, window_dimensions, window_strides, padding, base_dilatio
         dilated = tuple(map(dilate, window, wdil))
         pads = tuple(padtype_to_pads(aval.shape, dilated, strides, padding, WHO))
     else:
-        try:
-            pads = tuple((operator.index(lo), operator.index(hi)) for lo, hi in padding)
-        except (TypeError, ValueError):
-            raise SpmdTypeError(
-                f"{WHO}: padding={padding!r}; pass 'SAME', 'SAME_LOWER', 'VALID' or {ndim} "
-                f"(low, high) integer pairs."
-            ) from None
+        pads = padding_pairs(padding, ndim, WHO)
         if len(pads) != ndim:
             raise ShapeError(
                 f"{WHO}: padding={pads} has {len(pads)} pairs, but the operand {aval} has "
