@@ -1,8 +1,9 @@
-"""lax's array makers and dtype conversion: iota, broadcasted_iota, full, full_like,
-convert_element_type.
+"""lax's array makers and dtype conversions: iota, broadcasted_iota, full, full_like,
+convert_element_type, bitcast_convert_type.
 
-iota binds the ``iota`` creation primitive (each device makes its own block); the others
-compose spmd.numpy's full, astype and real with lax.broadcast_in_dim.
+iota binds the ``iota`` creation primitive (each device makes its own block), and
+bitcast_convert_type its own (spmd/prims/bitcast.py); the others compose spmd.numpy's full,
+astype and real with lax.broadcast_in_dim.
 """
 
 from __future__ import annotations
@@ -19,10 +20,18 @@ from spmd.lax import operator_checks as check
 from spmd.lax.operators import broadcast_in_dim
 from spmd.numpy import asarray, astype, real
 from spmd.numpy import full as numpy_full
+from spmd.prims.bitcast import bitcast_convert_type_p
 from spmd.prims.creation import iota_p
 from spmd.runtime.constrain import constrain
 
-__all__ = ["broadcasted_iota", "convert_element_type", "full", "full_like", "iota"]
+__all__ = [
+    "bitcast_convert_type",
+    "broadcasted_iota",
+    "convert_element_type",
+    "full",
+    "full_like",
+    "iota",
+]
 
 
 def _numeric(fn: str, dtype: Any) -> np.dtype:
@@ -90,3 +99,12 @@ def convert_element_type(operand: Any, new_dtype: Any) -> Any:
     if source.kind == "c" and new_dtype.kind != "c":
         operand = real(operand)
     return operand if aval_of(operand).dtype == new_dtype else astype(operand, new_dtype)
+
+
+def bitcast_convert_type(operand: Any, new_dtype: Any) -> Any:
+    """``operand``'s bytes read as ``new_dtype``. A narrower dtype adds a trailing dimension
+    of the width ratio, a wider one takes the operand's last dimension (which must be the
+    ratio) away. Example: ``bitcast_convert_type(np.float32(1.0), np.int32)`` is
+    ``1065353216``."""
+    new_dtype = check_dtype(new_dtype, "new_dtype")
+    return bitcast_convert_type_p.bind(asarray(operand), new_dtype=new_dtype)

@@ -214,6 +214,22 @@ def _creation_rows():
         label="complex", dtypes=COMPLEX, **ew)  # fmt: skip
     add("lax.convert_element_type", lax_call("convert_element_type", "not-a-dtype"), ((2,),),
         **_fails(SpmdTypeError, DTYPES), **ew)  # fmt: skip
+    bitcasts = (  # (to, operand shapes, operand dtypes): same width, narrower, wider
+        (np.int64, ((), (0,), (2, 3)), (np.float64,)),
+        (np.float32, ((), (2, 3)), (np.int32,)),
+        (np.uint8, ((), (0,), (3, 2)), (np.float32, np.int64)),
+        (np.int32, ((3,), (2, 0), (4, 3)), (np.float64,)),
+        (np.int64, ((2,), (3, 2), (0, 2)), (np.int32,)),
+    )
+    for to, shapes, dtypes in bitcasts:
+        add("lax.bitcast_convert_type", lax_call("bitcast_convert_type", to), *unary(shapes),
+            label=np.dtype(to).name, dtypes=dtypes, **ew)  # fmt: skip
+    add("lax.bitcast_convert_type", lax_call("bitcast_convert_type", np.int64), ((3, 3),),
+        **_fails(ShapeError, (np.int32,), "last dimension not 2"), **ew)  # fmt: skip
+    add("lax.bitcast_convert_type", lax_call("bitcast_convert_type", np.int8), ((2,),),
+        **refuses(BOOL, "bool"), **ew)  # fmt: skip
+    add("lax.bitcast_convert_type", lax_call("bitcast_convert_type", np.float64), ((2,),),
+        **refuses(COMPLEX, "complex to real"), **ew)  # fmt: skip
 
 
 def _lax_operators():

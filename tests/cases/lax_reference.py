@@ -83,6 +83,16 @@ def _slice(x, starts, limits, strides=None):
     return np.asarray(x)[tuple(map(slice, starts, limits, strides))]
 
 
+def _bitcast(x, new_dtype):
+    """NumPy's view, with JAX's shapes: a narrower dtype adds a trailing dimension, a wider
+    one takes the last dimension away."""
+    x, new = np.array(x, order="C"), np.dtype(new_dtype)
+    if x.dtype.itemsize > new.itemsize:
+        return x[..., None].view(new)
+    view = x.view(new)
+    return view if x.dtype.itemsize == new.itemsize else view[..., 0]
+
+
 def _pad(x, value, config):
     """Element k of each dimension lands at ``low + k * (interior + 1)``; kept where inside."""
     _fits(x, config, "pad")
@@ -217,6 +227,7 @@ NUMPY_LAX_OPERATORS = types.SimpleNamespace(
         if np.iscomplexobj(x) and (np.dtype(dtype).kind != "c")
         else np.asarray(x).astype(dtype)
     ),
+    bitcast_convert_type=_bitcast,
     reduce_sum=_reduction(np.add),
     reduce_prod=_reduction(np.multiply),
     reduce_max=_extreme(np.maximum, _lowest),
