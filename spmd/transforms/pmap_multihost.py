@@ -11,6 +11,7 @@ whose outer axis is split between the processes.
 
 from __future__ import annotations
 
+import hashlib
 import math
 from typing import Any
 
@@ -31,6 +32,10 @@ from spmd.sharding.named import NamedSharding
 from spmd.sharding.spec import PartitionSpec
 from spmd.tree_util import tree_flatten, tree_unflatten
 
+# Whose messages agree on the rows and the call: one Speaker for every pmap, so that the
+# headers match even where the processes called different functions (the digest tells).
+_CALL = Speaker("a multihost pmap call", operation="rows per process and signature")
+
 
 def call_across_processes(pmapped, args: tuple) -> Any:
     """Run ``pmapped`` on this process's slice ``args``; returns this process's slice."""
@@ -47,8 +52,8 @@ def call_across_processes(pmapped, args: tuple) -> Any:
             f"(processes {processes} do); only the processes that own devices= call it."
         )
     comm = communicator_for(candidates)
-    comm.agree(_signature(pmapped, leaves, in_axes, static), candidates, "a pmap call")
-    every = _rows_per_process(pmapped, comm, processes, rows)
+    signature = _signature(pmapped, leaves, in_axes, static)
+    every = _rows_per_process(pmapped, comm, candidates, processes, rows, signature)
     key = (
         tuple(every.items()),
         tuple(aval_of(leaf).shape for leaf in leaves),
@@ -61,19 +66,19 @@ def call_across_processes(pmapped, args: tuple) -> Any:
     mesh, runner = found
     offset = sum(every[p] for p in processes if p < process_index())
     total = sum(every.values())
+    lent: list[np.ndarray] = []  # the caller's arrays that device buffers view, uncopied
 
     def place(leaf, axis: int, shape: tuple[int, ...]) -> Array:
         spec = [None] * len(shape)
         spec[axis] = pmapped.axis_name
         sharding = NamedSharding(mesh, PartitionSpec(*spec))
-        return _rows_array(
-            sharding, host_array(np.asarray(leaf), "a mapped argument"), shape, axis, offset
-        )
+        return _rows_array(sharding, leaf, shape, axis, offset, lent)
 
     full = _global_arguments(call, total, place)
     out, out_tree = tree_flatten(runner._run_global(full))
     local_mesh = _local_mesh(mesh, rows)
-    return tree_unflatten(out_tree, [_local_rows(x, local_mesh, pmapped.axis_name) for x in out])
+    mine = [_local_rows(x, local_mesh, pmapped.axis_name) for x in out]
+    return tree_unflatten(out_tree, [_unaliased(x, lent) for x in mine])
 
 
 def _signature(pmapped, leaves, in_axes, static) -> str:
@@ -90,16 +95,24 @@ def _signature(pmapped, leaves, in_axes, static) -> str:
     return f"{pmapped._where()} on ({', '.join(parts)}) static ({kinds})"
 
 
-def _rows_per_process(pmapped, comm, processes: list[int], rows: int) -> dict[int, int]:
-    """Each process → the rows it passed (its slice of the global mapped axis)."""
+def _rows_per_process(
+    pmapped, comm, candidates, processes: list[int], rows: int, signature: str
+) -> dict[int, int]:
+    """Each process → the rows it passed (its slice of the global mapped axis), in one small
+    message per peer that also carries a digest of the call's ``signature``: a process whose
+    digest differs makes every process raise the disagreement, naming both signatures."""
     here = process_index()
     every = {here: rows}
     peers = [p for p in processes if p != here]
     if peers and comm.transport is not None:
-        theirs = {p: np.empty(1, np.int64) for p in peers}
-        mine = np.array([rows], np.int64)
-        with speaking_for(Speaker(pmapped._where(), operation="rows per process")):
+        digest = np.frombuffer(hashlib.sha256(signature.encode()).digest(), np.int64)
+        mine = np.concatenate([[rows], digest])
+        theirs = {p: np.empty_like(mine) for p in peers}
+        with speaking_for(_CALL):
             comm.transport.exchange([(p, mine) for p in peers], list(theirs.items()), "rows")
+        if any(not np.array_equal(n[1:], digest) for n in theirs.values()):
+            # every process sees a digest unlike its own, so all of them agree here, and raise
+            comm.agree(signature, candidates, "a pmap call")
         every.update({p: int(n[0]) for p, n in theirs.items()})
     empty = [p for p in processes if every[p] == 0]
     if empty:
@@ -115,9 +128,14 @@ def _rows_text(every: dict[int, int]) -> str:
     return ", ".join(f"process {p}: {n}" for p, n in sorted(every.items()))
 
 
-def _rows_array(sharding, value: np.ndarray, shape, axis: int, offset: int) -> Array:
-    """The global Array of ``shape`` whose rows ``offset`` on along ``axis`` are ``value``
-    (this process's rows; the other processes hold theirs)."""
+def _rows_array(sharding, leaf, shape, axis: int, offset: int, lent: list) -> Array:
+    """The global Array of ``shape`` whose rows ``offset`` on along ``axis`` are ``leaf``'s
+    (this process's rows; the other processes hold theirs).
+
+    Contiguous blocks on NumPy devices are read-only views of ``leaf``, not copies: the
+    buffers live only for this call, and a NumPy ``leaf`` (which its owner may still write
+    to) goes into ``lent`` so that no result keeps a view of it (``_unaliased``)."""
+    value = host_array(np.asarray(leaf), "a mapped argument")  # an Array's: a read-only view
     layout = sharding.layout(shape)
     buffers = {}
     for block, devices in local_holders(layout).items():
@@ -125,9 +143,33 @@ def _rows_array(sharding, value: np.ndarray, shape, axis: int, offset: int) -> A
             slice(a - offset, b - offset) if dim == axis else slice(a, b)
             for dim, (a, b) in enumerate(layout.bounds(block))
         )
-        block = frozen(value[index])
-        buffers.update((d, on_device(d, block)) for d in devices)
+        piece = value[index]
+        if piece.flags.c_contiguous and all(d.backend == "numpy" for d in devices):
+            piece = piece.view()
+            piece.flags.writeable = False
+            if not isinstance(leaf, Array) and not any(v is value for v in lent):
+                lent.append(value)
+        else:
+            piece = frozen(piece)
+        buffers.update((d, on_device(d, piece)) for d in devices)
     return Array._from_buffers(sharding, buffers, shape, value.dtype)
+
+
+def _unaliased(x: Any, lent: list[np.ndarray]) -> Any:
+    """``x`` with every buffer that shares memory with one of the caller's ``lent`` arrays
+    replaced by a read-only copy (a pmap that returns its argument, or a view of it)."""
+    if not lent or not isinstance(x, Array):
+        return x
+    buffers = dict(x._buffers)
+    copies: dict[int, np.ndarray] = {}  # by id of the buffer: devices sharing one share a copy
+    for device, buffer in buffers.items():
+        if isinstance(buffer, np.ndarray) and any(np.may_share_memory(buffer, v) for v in lent):
+            if id(buffer) not in copies:
+                copies[id(buffer)] = frozen(buffer)
+            buffers[device] = copies[id(buffer)]
+    if all(buffers[d] is x._buffers[d] for d in buffers):
+        return x
+    return Array._from_buffers(x.sharding, buffers, x.shape, x.dtype)
 
 
 def _global_mesh(pmapped, call, every, candidates, processes) -> tuple[Mesh, Any]:
