@@ -327,6 +327,7 @@ def test_a_split_spatial_dimension_is_gathered_first():
     explained = _conv().lower(_put(x, None, "x"), w).explain()
     assert "all-gather" in explained
     assert "conv_general_dilated (operand 0) reads it as P()" in explained
+    assert "dimension 1 of operand 0 is gathered: a convolution's spatial dimension" in explained
 
 
 # ------------------------------------------------------------------------------ errors

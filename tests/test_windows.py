@@ -224,6 +224,7 @@ def test_a_split_windowed_dimension_is_gathered_first(rows):
     np.testing.assert_allclose(got, reference_reduce_window(x, 0, np.add, (3, 2), (2, 1), "SAME"))
     explained = spmd.jit(fn).lower(xs).explain()
     assert "all-gather" in explained and "reduce_window_sum (operand 0) reads it as" in explained
+    assert "dimension 0 of operand 0 is gathered: a window dimension whose windows" in explained
     np.testing.assert_allclose(spmd.grad(lambda v: snp.sum(fn(v) ** 2))(xs),
                                spmd.grad(lambda v: snp.sum(fn(v) ** 2))(x), rtol=1e-12)  # fmt: skip
 

@@ -82,6 +82,10 @@ def conv_sharding(ins, outs, *, dimension_numbers, feature_group_count, batch_gr
         reduced,
         frozenset(blocked),
         None if summed == "or" else "one",
+        dict.fromkeys(
+            blocked,
+            "a convolution's spatial dimension stays whole (its windows reach across block edges)",
+        ),
     )
 
 

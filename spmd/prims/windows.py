@@ -74,27 +74,34 @@ def window_dims(in_shape, out_shape, params: dict):
     return tuple(ins), tuple(outs), sizes, frozenset(blocked)
 
 
+def _notes(blocked) -> dict[str, str]:
+    return dict.fromkeys(
+        blocked,
+        "a window dimension whose windows overlap or do not tile the blocks evenly stays whole",
+    )
+
+
 def _reduce_sharding(linear: str | None):
     def sharding(ins, outs, **params) -> Factors:
         a, z, sizes, blocked = window_dims(ins[0].shape, outs[0].shape, params)
-        return Factors((a,), (z,), sizes, blocked=blocked, linear=linear)
+        return Factors((a,), (z,), sizes, blocked=blocked, notes=_notes(blocked), linear=linear)
 
     return sharding
 
 
 def _gather_sharding(ins, outs, *, select, **params) -> Factors:
     a, z, sizes, blocked = window_dims(ins[1].shape, outs[0].shape, params)
-    return Factors((a, a), (z,), sizes, blocked=blocked, linear="first")
+    return Factors((a, a), (z,), sizes, blocked=blocked, notes=_notes(blocked), linear="first")
 
 
 def _scatter_sharding(ins, outs, *, select, **params) -> Factors:
     a, z, sizes, blocked = window_dims(ins[1].shape, ins[0].shape, params)
-    return Factors((z, a), (a,), sizes, blocked=blocked, linear="first")
+    return Factors((z, a), (a,), sizes, blocked=blocked, notes=_notes(blocked), linear="first")
 
 
 def _sum_transpose_sharding(ins, outs, *, operand_shape, **params) -> Factors:
     a, z, sizes, blocked = window_dims(outs[0].shape, ins[0].shape, params)
-    return Factors((z,), (a,), sizes, blocked=blocked, linear="one")
+    return Factors((z,), (a,), sizes, blocked=blocked, notes=_notes(blocked), linear="one")
 
 
 def _sum_transpose_block(params, in_shapes, out_shapes, in_dtypes, out_bounds) -> dict:

@@ -80,7 +80,8 @@ class Factors:
     mean, an argmax): such factors are blocked. ``linear`` names the operands a pending sum
     may pass through unresolved: ``"one"`` (at most one operand pending, as in a product),
     ``"first"`` (only the first, as in a quotient) or ``"all"`` (every operand pending over
-    the same axes, as in a sum).
+    the same axes, as in a sum). ``notes`` says, for the explanation, why a blocked factor
+    stays whole (a convolution's window reaches across block edges).
     """
 
     operands: tuple[tuple[Dim, ...], ...]
@@ -89,6 +90,7 @@ class Factors:
     reduced: dict[str, str | None] = field(default_factory=dict)
     blocked: frozenset[str] = frozenset()
     linear: str | None = None
+    notes: dict[str, str] = field(default_factory=dict)  # why a blocked factor stays whole
 
     def splittable(self, factor: str) -> bool:
         return factor not in self.blocked and self.reduced.get(factor, "sum") is not None
@@ -278,7 +280,23 @@ def solve(
     if moved:
         choices = f", the least of {count} layouts tried" if count > 1 else ""
         reason += f"; bringing its operands there moves {moved} bytes{choices}"
+    reason += "".join(f"; {why}" for why in _kept_whole(factors, operands, decision.operands))
     return Decision(decision.operands, decision.results, reason)
+
+
+def _kept_whole(factors: Factors, have: Sequence, want: Sequence) -> list[str]:
+    """Why each operand dimension that arrives split but cannot stay split is gathered."""
+    found = []
+    for k, (now, wanted) in enumerate(zip(have, want, strict=True)):
+        if now is None or wanted is None:
+            continue
+        for d, (axes, dim) in enumerate(zip(now.dims, factors.operands[k], strict=True)):
+            whole = [f for f in dim if not factors.splittable(f)]
+            if axes and whole and axes != wanted.dims[d]:
+                note = next((factors.notes[f] for f in whole if f in factors.notes), None)
+                because = note or "this operation needs that dimension whole on each device"
+                found.append(f"dimension {d} of operand {k} is gathered: {because}")
+    return found
 
 
 def _best(factors, operands, nbytes, axis_sizes, cost, pending_ok: bool, reduce_cost=None):
