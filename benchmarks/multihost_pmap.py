@@ -9,8 +9,10 @@ Each process holds 100 MB of float32 (25M elements) as one row, ``(1, N)``, and 
 ``pmap(lambda v: psum(v, 'i'))`` on it: once with the NumPy array (host input: pmap places
 it on the device each call) and once with the same row already an spmd Array on this
 process's device (device-resident input). Raw ``comm.Allreduce`` of the same buffers is
-timed in turns with both in the same run. GB/s is the bytes of one process's buffer over
-the time; ``ratio`` is pmap's speed over raw MPI's, from the medians (1: no overhead).
+timed in turns with both in the same run, and so is the ``shard_map`` psum of the same
+rows (benchmarks/multiprocess.py's ``psum``, for reference: the path pmap should match).
+GB/s is the bytes of one process's buffer over the time; ``ratio`` is each path's speed
+over raw MPI's, from the medians (1: no overhead).
 
 Process 0 prints. Each time is the median (and best) of several calls after a warm-up, the
 cases taking turns (benchmarks/timing.py's scheme); every process makes the same calls in
@@ -67,6 +69,13 @@ def main() -> None:
     mine = np.random.default_rng(comm.Get_rank()).standard_normal((1, N), dtype=np.float32)
     resident = spmd.device_put(mine, spmd.local_devices()[0])
     total = spmd.pmap(lambda v: spmd.lax.psum(v, "i"), axis_name="i")
+    mesh = spmd.make_mesh((2,), ("i",))
+    split = spmd.NamedSharding(mesh, spmd.P("i"))
+    whole = spmd.make_array_from_process_local_data(split, mine, (2, N))
+    shard_total = spmd.jit(
+        spmd.shard_map(lambda b: spmd.lax.psum(b, "i"), mesh=mesh, in_specs=spmd.P("i"),
+                       out_specs=spmd.P("i"))
+    )  # fmt: skip
     raw = np.empty_like(mine)
 
     def raw_allreduce() -> None:
@@ -76,12 +85,14 @@ def main() -> None:
         {
             "pmap psum, host": lambda: total(mine).block_until_ready(),
             "pmap psum, device": lambda: total(resident).block_until_ready(),
+            "shard_map psum": lambda: shard_total(whole).block_until_ready(),
             "mpi4py Allreduce": raw_allreduce,
         },
         comm.Barrier,
     )
     same = np.array_equal(np.asarray(total(mine)), raw)
     same &= np.array_equal(np.asarray(total(resident)), raw)
+    same &= np.array_equal(shard_total(whole).addressable_shards[0].data, raw)
     if comm.Get_rank() == 0:
         raw_ms = ms["mpi4py Allreduce"][0]
         mb = mine.nbytes / 1e6
@@ -90,7 +101,7 @@ def main() -> None:
         for name, (median, best) in ms.items():
             gbs = mine.nbytes / median / 1e6
             print(f"{name:18} {median:10.1f} {best:9.1f} {gbs:7.2f} {raw_ms / median:6.2f}")
-        print(f"pmap's sums equal Allreduce's: {same}")
+        print(f"pmap's and shard_map's sums equal Allreduce's: {same}")
 
 
 if __name__ == "__main__":
