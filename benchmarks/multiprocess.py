@@ -9,9 +9,19 @@ first use, so the part to run is a required argument; ``psum`` sets 1 device per
     .venv/bin/python benchmarks/multiprocess.py layer      (1 process × 8 devices)
 
 ``psum``: 2 processes, 1 device each. Each process holds 100 MB of float32 (25M elements),
-and ``shard_map(psum)`` gives both the sum; raw ``comm.Allreduce`` of the same buffers is
-timed in turns with it in the same run. GB/s is the bytes of one process's buffer over the
-time; ``ratio`` is spmd's speed over raw MPI's, from the medians (1: no overhead).
+and ``shard_map(psum)`` gives both the sum (around a ring: spmd/runtime/ring.py); timed in
+turns with it in the same run: the same psum sending every partial whole to the other
+process (``direct``, as before the ring), raw ``comm.Allreduce`` of the same buffers, and
+raw ``comm.Iallreduce`` polled with ``Test``. GB/s is the bytes of one process's buffer over
+the time; ``ratio`` is the speed over raw ``Allreduce``'s, from the medians (1: as fast).
+
+``bytes``: the data bytes each process sends for one ``psum``, ``psum_scatter`` and
+``all_gather`` of 4 MiB of float32 per process (1 device each), over those 4 MiB, for 2, 4
+and 8 processes (run alone, it launches the three jobs; oversubscribed cores are fine for
+bytes): min and max over the processes, the ideal (2 (P - 1) / P for psum), and the header
+bytes; ``psum, direct`` is the psum sent whole to every process, for comparison:
+
+    .venv/bin/python benchmarks/multiprocess.py bytes
 
 ``checks``: what the message headers cost (spmd/runtime/messages.py). The 100 MB psum and
 a tiny cached call (``jit(sum)`` of 4 float32 across the 2 processes, one 4-byte
@@ -48,8 +58,10 @@ TINY = 200  # tiny calls per sample
 
 
 def _mode() -> str:
-    if len(sys.argv) != 2 or sys.argv[1] not in ("psum", "layer", "checks"):
-        sys.exit(f"usage: {sys.argv[0]} psum|layer|checks (the module docstring has commands)")
+    if len(sys.argv) != 2 or sys.argv[1] not in ("psum", "layer", "checks", "bytes"):
+        sys.exit(
+            f"usage: {sys.argv[0]} psum|layer|checks|bytes (the module docstring has commands)"
+        )
     return sys.argv[1]
 
 
@@ -74,6 +86,7 @@ def psum_part(spmd, comm) -> None:
     from mpi4py import MPI
 
     from spmd import NamedSharding, P
+    from spmd.runtime import ring
 
     if comm.Get_size() != 2 or len(spmd.devices()) != 2:
         sys.exit("psum needs 2 processes of 1 device: mpiexec -n 2 ... multiprocess.py psum")
@@ -84,14 +97,33 @@ def psum_part(spmd, comm) -> None:
         spmd.shard_map(lambda b: spmd.lax.psum(b, "i"), mesh=mesh, in_specs=P("i"), out_specs=P())
     )
     raw = np.empty_like(mine)
+    ring_bytes = ring.RING_BYTES
+
+    def direct() -> None:  # every partial to every process, as before the ring
+        ring.RING_BYTES = 1 << 62
+        try:
+            total(x).block_until_ready()
+        finally:
+            ring.RING_BYTES = ring_bytes
 
     def raw_allreduce() -> None:
         comm.Allreduce(mine, raw, op=MPI.SUM)
 
+    def raw_iallreduce() -> None:  # polled, as a transport would poll against its deadline
+        request = comm.Iallreduce(mine, raw, op=MPI.SUM)
+        while not request.Test():
+            pass
+
     ms = interleaved(
-        {"spmd psum": lambda: total(x).block_until_ready(), "mpi4py Allreduce": raw_allreduce},
+        {
+            "spmd psum": lambda: total(x).block_until_ready(),
+            "spmd psum, direct": direct,
+            "mpi4py Allreduce": raw_allreduce,
+            "mpi4py Iallreduce": raw_iallreduce,
+        },
         comm.Barrier,
     )
+    raw_allreduce()
     same = np.array_equal(np.asarray(total(x)), raw)
     if comm.Get_rank() == 0:
         raw_ms = ms["mpi4py Allreduce"][0]
@@ -101,6 +133,68 @@ def psum_part(spmd, comm) -> None:
             gbs = mine.nbytes / median / 1e6
             print(f"{name:18} {median:10.1f} {best:9.1f} {gbs:7.2f} {raw_ms / median:6.2f}")
         print(f"spmd's sum equals Allreduce's: {same}")
+
+
+BYTES_N = 1 << 20  # float32 elements per process in the bytes part: 4 MiB
+BYTES_PROCESSES = (2, 4, 8)
+
+
+def bytes_part(spmd, comm) -> None:
+    """Bytes each process sends for one cross-process psum, psum_scatter and all_gather of
+    BYTES_N float32 per process (1 device each), over that block's bytes."""
+    from spmd import NamedSharding, P
+    from spmd.runtime import ring
+    from spmd.runtime.communicator import communicator_for
+
+    count = comm.Get_size()
+    transport = communicator_for(spmd.devices()).transport
+    mesh = spmd.make_mesh((count,), ("i",))
+    mine = np.random.default_rng(comm.Get_rank()).standard_normal(BYTES_N, dtype=np.float32)
+    x = spmd.make_array_from_process_local_data(
+        NamedSharding(mesh, P("i")), mine, (count * BYTES_N,)
+    )
+    bodies = {
+        "psum": (lambda b: spmd.lax.psum(b, "i"), P(), 2 * (count - 1) / count),
+        "psum_scatter": (
+            lambda b: spmd.lax.psum_scatter(b, "i", tiled=True),
+            P("i"),
+            (count - 1) / count,
+        ),
+        "all_gather": (lambda b: spmd.lax.all_gather(b, "i", tiled=True), P(), count - 1),
+    }
+    bodies["psum, direct"] = (bodies["psum"][0], P(), count - 1)
+    rows = []
+    ring_bytes = ring.RING_BYTES
+    for name, (body, out_spec, ideal) in bodies.items():
+        run = spmd.jit(spmd.shard_map(body, mesh=mesh, in_specs=P("i"), out_specs=out_spec))
+        run(x).block_until_ready()  # agreed on and compiled: not counted
+        before = (transport.sent.data_bytes, transport.sent.overhead_bytes)
+        ring.RING_BYTES = 1 << 62 if name.endswith("direct") else ring_bytes
+        run(x).block_until_ready()
+        ring.RING_BYTES = ring_bytes
+        sent = (transport.sent.data_bytes - before[0], transport.sent.overhead_bytes - before[1])
+        every = comm.gather(sent, root=0)
+        if comm.Get_rank() == 0:
+            most = max(d for d, _ in every) / mine.nbytes
+            least = min(d for d, _ in every) / mine.nbytes
+            headers = max(h for _, h in every)
+            rows.append((name, least, most, ideal, headers))
+    if comm.Get_rank() == 0:
+        print(f"{count} processes × 1 device, {mine.nbytes / 2**20:.0f} MiB float32 per process")
+        print(f"{'':14} {'sent/data min':>13} {'max':>6} {'ideal':>6} {'header bytes':>13}")
+        for name, least, most, ideal, headers in rows:
+            print(f"{name:14} {least:13.3f} {most:6.3f} {ideal:6.3f} {headers:13d}")
+
+
+def launch_bytes() -> None:
+    """Alone: run the bytes part under mpiexec for each process count in turn."""
+    import subprocess
+    from pathlib import Path
+
+    mpiexec = Path(sys.executable).parent / "mpiexec"
+    for count in BYTES_PROCESSES:
+        command = [str(mpiexec), "-n", str(count), sys.executable, __file__, "bytes"]
+        subprocess.run(command, check=True, env={**os.environ, "SPMD_NUM_CPU_DEVICES": "1"})
 
 
 def checks_part(spmd, comm) -> None:
@@ -195,7 +289,10 @@ def main() -> None:
     import spmd.distributed
 
     under_mpi = spmd.distributed.launched_by_mpi()
-    if mode in ("psum", "checks"):
+    if mode == "bytes" and not under_mpi:
+        launch_bytes()
+        return
+    if mode in ("psum", "checks", "bytes"):
         os.environ["SPMD_NUM_CPU_DEVICES"] = "1"
     else:
         os.environ.setdefault("SPMD_NUM_CPU_DEVICES", "4" if under_mpi else "8")
@@ -207,10 +304,11 @@ def main() -> None:
 
         spmd.distributed.initialize()
         comm = MPI.COMM_WORLD
-    if mode in ("psum", "checks"):
+    parts = {"psum": psum_part, "checks": checks_part, "bytes": bytes_part}
+    if mode in parts:
         if comm is None:
             sys.exit(f"{mode} needs 2 processes: mpiexec -n 2 ... multiprocess.py {mode}")
-        (psum_part if mode == "psum" else checks_part)(spmd, comm)
+        parts[mode](spmd, comm)
     else:
         layer_part(spmd, comm)
     if spmd.process_index() == 0:

@@ -66,6 +66,20 @@ def stall() -> None:
     total(a)
 
 
+def stall_ring() -> None:
+    """Process 1 stalls before a psum large enough to go round the ring (4 MiB per
+    process); the others name the process they wait for within the timeout."""
+    mesh = spmd.make_mesh((spmd.device_count(),), ("x",))
+    a = spmd.device_put(np.ones((1 << 19) * spmd.process_count()), NamedSharding(mesh, P("x")))
+    total = spmd.jit(spmd.shard_map(lambda b: psum(b, "x"), mesh=mesh, in_specs=P("x"),
+                                    out_specs=P()))  # fmt: skip
+    np.testing.assert_array_equal(np.asarray(total(a)), spmd.device_count())
+    spmd.config.update("collective_timeout", 2)
+    if spmd.process_index() == 1:
+        time.sleep(60)
+    total(a)
+
+
 def raises() -> None:
     """Process 1 raises before a collective: the job ends with its traceback (and what it
     printed before), not a hang."""
@@ -161,7 +175,16 @@ def control_flow() -> None:
 
 SCENARIOS = {
     f.__name__: f
-    for f in (pmap_acceptance, mismatch, stall, raises, bad_input, helpers, control_flow)
+    for f in (
+        pmap_acceptance,
+        mismatch,
+        stall,
+        stall_ring,
+        raises,
+        bad_input,
+        helpers,
+        control_flow,
+    )
 }
 
 if __name__ == "__main__":

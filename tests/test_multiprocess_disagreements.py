@@ -63,6 +63,11 @@ def header_disagreement(said: dict[int, str], mine: str, theirs: str) -> None:
         ("dtype_reshard", "(i32[8]), 16 bytes of int32", "(i64[8]), 32 bytes of int64"),
         ("size", "(f64[64]), 256 bytes", "(f64[16]), 64 bytes"),
         ("size_large", "(f64[16384]), 65536 bytes", "(f64[16]), 64 bytes"),
+        # a psum large enough to go round the ring (spmd/runtime/ring.py)
+        ("ring_collective", "all-reduce (sum) for psum #", "block exchange for all_gather #"),
+        ("ring_scatter", "all-reduce (sum) for psum #", "reduce-scatter (sum) for psum_scatter"),
+        ("ring_size", "(f64[65536]), 262144 bytes", "(f64[65552]), 262208 bytes"),
+        ("ring_or_direct", "(f64[65536]), 262144 bytes", "(f64[16]), 128 bytes"),
     ],
 )
 def test_a_disagreement_raises_on_both_processes_naming_both_sides(scenario, mine, theirs):

@@ -8,6 +8,7 @@ timeout, and reads what the processes printed.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -57,6 +58,22 @@ def test_a_stalled_process_is_named_within_the_timeout():
         "DistributedError: process 0: process 1 did not take part in all-reduce (sum) within 2 s"
         in output
     ), output
+    assert seconds < 40, f"took {seconds:.1f} s; the stalled process sleeps 60 s"
+
+
+@pytest.mark.parametrize("processes", [2, 4])
+def test_a_process_that_stalls_before_a_ring_all_reduce_is_an_error_within_the_timeout(
+    processes,
+):
+    done, output, seconds = launch("stall_ring", processes=processes, timeout=50)
+    assert done.returncode != 0, output
+    late = r"DistributedError: process (\d): process (\d) did not take part in all-reduce \(sum\)"
+    named = re.findall(late + " within 2 s", output)
+    assert named, output
+    if processes == 2:
+        assert named[0] == ("0", "1"), output
+    else:  # its ring neighbours wait for it; a process further on may name the one between
+        assert all(waiting != "1" for waiting, _ in named), output
     assert seconds < 40, f"took {seconds:.1f} s; the stalled process sleeps 60 s"
 
 

@@ -8,8 +8,10 @@ collective is a fixed, symmetric exchange: blocks that stay inside this process 
 one-process case of the same code.
 
 Sums across processes are deterministic: each process first combines its own devices'
-blocks in group order, then every process combines those partial results in process order,
-so all replicas of a result are the same bits.
+blocks in group order; then a small partial travels to every process of the group, each
+combining them in process order, and a large one goes round a ring (spmd/runtime/ring.py),
+each chunk combined in a fixed order and sent out only once combined. Either way all
+replicas of a result are the same bits.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Protocol
 import numpy as np
 
 from spmd.errors import DistributedError
+from spmd.runtime import ring
 from spmd.runtime.cores import core_count
 from spmd.runtime.pool import INLINE_BYTES, parallel_map
 from spmd.sharding.device import Device, process_index
@@ -158,11 +161,16 @@ class Communicator:
     # --- reductions -----------------------------------------------------------------------
 
     def all_reduce(self, buffers: Buffers, groups: Groups, op: str) -> Buffers:
-        """Every member of each group gets the ``op`` of the group's blocks."""
+        """Every member of each group gets the ``op`` of the group's blocks.
+
+        Across processes, a partial of at least ``ring.RING_BYTES`` goes round a ring
+        (spmd/runtime/ring.py: 2 (P - 1) / P times the data sent per process); a smaller
+        one travels whole to every other process in one round and each combines them in
+        process order."""
         combine = COMBINE[op]
         out: Buffers = dict(buffers)
         round_ = _Round()
-        pending = []
+        pending, rings = [], []
         for group in groups:
             mine = [d for d in group if d in buffers]
             if not mine:
@@ -174,16 +182,26 @@ class Communicator:
                 continue
             members = [buffers[d] for d in mine]
             partial = members[0] if len(members) == 1 else _combined(members, combine)
+            if partial.nbytes >= ring.RING_BYTES:
+                job = ring.RingJob(partial, processes, self.here)
+                rings.append(job)
+                pending.append((mine, [job.result]))
+                continue
             partials = {self.here: partial}
             for p in processes:
                 if p != self.here:
                     round_.sends.append((p, partial))
                     partials[p] = round_.expect(p, partial.shape, partial.dtype)
-            pending.append((mine, processes, partials))
-        self._send(round_, f"all-reduce ({op})")
-        for mine, processes, partials in pending:
-            total = _frozen(_combined([partials[p] for p in processes], combine))
-            out.update(dict.fromkeys(mine, total))
+            pending.append((mine, [partials[p] for p in processes]))
+        what = f"all-reduce ({op})"
+        if rings:
+            exchange = functools.partial(self.transport.exchange, what=what)
+            ring.run_rings(rings, exchange, combine, (round_.sends, round_.recvs))
+        else:
+            self._send(round_, what)
+        for mine, parts in pending:
+            total = parts[0] if len(parts) == 1 else _combined(parts, combine)
+            out.update(dict.fromkeys(mine, _frozen(total)))
         return out
 
     def reduce_scatter(

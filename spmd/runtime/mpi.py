@@ -35,6 +35,21 @@ def _bytes(buffer: np.ndarray):
     return [buffer.reshape(-1).view(np.uint8), MPI.BYTE]
 
 
+class Traffic:
+    """What this process sent: messages, bytes of data, and bytes of headers and of the
+    agreement checks (``MpiTransport.sent``; the bytes benchmark reads it)."""
+
+    def __init__(self) -> None:
+        self.messages = 0
+        self.data_bytes = 0
+        self.overhead_bytes = 0
+
+    def count(self, data: int, overhead: int) -> None:
+        self.messages += 1
+        self.data_bytes += data
+        self.overhead_bytes += overhead
+
+
 class MpiTransport:
     """Point-to-point messages among the processes of an MPI communicator."""
 
@@ -45,6 +60,7 @@ class MpiTransport:
         self._sent = [0] * self.count  # messages sent to each process, and received from it
         self._received = [0] * self.count
         self._landings: list[bytearray] = []  # where small messages land; one exchange at a time
+        self.sent = Traffic()
 
     def exchange(
         self,
@@ -60,6 +76,7 @@ class MpiTransport:
         for peer, buffer in sends:  # first: a peer that waits gets its messages soonest
             header = about.header(self._sent[peer], buffer)
             self._sent[peer] += 1
+            self.sent.count(buffer.nbytes, HEADER_BYTES)
             if buffer.nbytes <= SMALL_BYTES:
                 packed = header + buffer.tobytes()
                 keep.append(packed)  # alive until sent
@@ -109,6 +126,8 @@ class MpiTransport:
         """Messages without headers (those of the agreement check itself)."""
         requests = [self.comm.Irecv(_bytes(b), source=p, tag=tag) for p, b in recvs]
         requests += [self.comm.Isend(_bytes(b), dest=p, tag=tag) for p, b in sends]
+        for _, b in sends:
+            self.sent.count(0, b.nbytes)
         self._wait(requests, [p for p, _ in recvs] + [p for p, _ in sends], what)
 
     def _check(self, incoming: list, wait: float = 0.0) -> None:

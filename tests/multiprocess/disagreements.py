@@ -141,6 +141,41 @@ def size_large() -> Callable:
     return size(large=16384)
 
 
+RING = 1 << 18  # float64 elements: each process's partial (1 MiB) goes round the ring
+
+
+def _eager(body: Callable, out_spec: P | None = None) -> Callable:
+    out_spec = P() if out_spec is None else out_spec
+    return spmd.shard_map(body, mesh=_line(), in_specs=P("x"), out_specs=out_spec)
+
+
+def ring_collective() -> Callable:
+    """A large psum (the ring) here, an all_gather of the same array there."""
+    a = _on_line(np.arange(float(RING)))
+    if spmd.process_index() == 0:
+        return lambda: _eager(lambda b: psum(b, "x"))(a)
+    return lambda: _eager(lambda b: spmd.lax.all_gather(b, "x", tiled=True))(a)
+
+
+def ring_scatter() -> Callable:
+    """A large psum here, a psum_scatter of it there."""
+    a = _on_line(np.arange(float(RING)))
+    if spmd.process_index() == 0:
+        return lambda: _eager(lambda b: psum(b, "x"))(a)
+    return lambda: _eager(lambda b: spmd.lax.psum_scatter(b, "x", tiled=True), P("x"))(a)
+
+
+def ring_size(other: int = RING + 64) -> Callable:
+    """Large psums of different sizes (ring chunks of different lengths)."""
+    a = _on_line(np.arange(float(RING if spmd.process_index() == 0 else other)))
+    return lambda: _eager(lambda b: psum(b, "x"))(a)
+
+
+def ring_or_direct() -> Callable:
+    """A psum large enough for the ring here, a small one (sent whole) there."""
+    return ring_size(other=64)
+
+
 def local_arrays() -> Callable:
     """process_allgather of each process's own result (jit of host data: on its own
     device), which is not one global Array."""
@@ -151,7 +186,8 @@ def local_arrays() -> Callable:
 SCENARIOS = {
     f.__name__: f
     for f in (order, order_shard_map, order_pmap, collective_kind, global_shape,
-              dtype_shard_map, dtype_reshard, size, size_large, local_arrays)
+              dtype_shard_map, dtype_reshard, size, size_large, ring_collective, ring_scatter,
+              ring_size, ring_or_direct, local_arrays)
 }  # fmt: skip
 
 
