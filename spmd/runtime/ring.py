@@ -13,21 +13,23 @@ every other process sends ``count - 1`` times.
 travels to every process only once combined. So every replica holds the same bits, and the
 order is fixed by the group alone.
 
-**Why point-to-point, not MPI's collectives.** The brief allowed MPI's non-blocking
-collectives (``Iallreduce`` on a communicator per group, polled with ``Test``) instead.
-Measured on MPICH 5.0.2 (ch4, shared memory), 2 cores, 100 MB of float32 per process
-(median of 18 calls, taking turns with the others; /tmp prototype of this ring on raw
-``Isend``/``Irecv``):
+**Why point-to-point, not MPI's collectives.** MPI's non-blocking collectives
+(``Iallreduce`` on a communicator per group, polled with ``Test``) were the other way.
+Measured on MPICH 5.0.2 (ch4, shared memory), 2 busy cores, 100 MB of float32 per process,
+medians in ms (``benchmarks/multiprocess.py psum``, three runs; for 4 processes, a
+prototype of this ring on raw ``Isend``/``Irecv``, oversubscribed):
 
-    2 processes: Allreduce 173 ms, Iallreduce polled 174 ms, this ring 52 ms
-    4 processes: Allreduce 200 ms, Iallreduce polled 230 ms, this ring 113 ms
+    2 processes: this ring 68 / 78 / 78, every partial sent whole 118 / 128 / 136,
+                 Allreduce 159 / 148 / 166, Iallreduce polled 168 / 166 / 179
+    4 processes: this ring 113, Allreduce 200, Iallreduce polled 230
 
-MPICH's large point-to-point messages between processes of one host move in one copy,
-while its collectives step through its shared-memory cells, so the ring on point-to-point
-messages is 2 to 3 times faster there. It also keeps every message behind the transport's
-checked header (a disagreement names both sides), needs no communicator per group (made by
-a blocking, untimed collective call), combines with NumPy's own ufuncs (MPI's MAX drops a
-NaN where ``np.maximum`` keeps it) and takes any dtype NumPy has, float16 and bool included.
+The ring on point-to-point messages is about twice as fast (likely because MPICH moves a
+large point-to-point message between processes of one host in one copy, and its
+collectives through its shared-memory cells). It also keeps every message behind the
+transport's checked header (a disagreement names both sides), needs no communicator per
+group (made by a blocking, untimed collective call), combines with NumPy's own ufuncs
+(MPICH's MAX drops a NaN where ``np.maximum`` keeps it: checked) and takes any dtype NumPy
+has, float16 and bool included.
 """
 
 from __future__ import annotations
@@ -41,8 +43,11 @@ from spmd.errors import DistributedError
 from spmd.runtime.cores import core_count
 from spmd.runtime.pool import parallel_map
 
-RING_BYTES = 1 << 18  # partials of at least this many bytes go round a ring; smaller ones
-# travel whole to every process in one round (fewer rounds: latency, not bytes, costs there)
+# Partials of at least this many bytes go round a ring; smaller ones travel whole to every
+# process in one round: there a round's latency costs more than the bytes saved (with 2
+# processes the ring saves none, only half the combining). On 2 busy cores the crossover
+# for 2 processes lay between 256 KiB and 1 MiB, in noisy timings.
+RING_BYTES = 1 << 18
 
 
 def even_chunks(n: int, parts: int) -> list[slice]:
