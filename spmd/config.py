@@ -89,6 +89,8 @@ _OPTIONS = {
     "cpu_cores": _Option(None, "SPMD_CPU_CORES", _positive_int_or_none),
     # on: NumPy's dtypes (float64 and int64 defaults); off: JAX's 32-bit ones (spmd/core/dtypes.py)
     "jax_enable_x64": _Option(True, "SPMD_ENABLE_X64", _boolean, other_envs=("JAX_ENABLE_X64",)),
+    # jit runs runs of elementwise steps as one fused kernel per device (spmd/core/fused.py)
+    "fusion": _Option(True, "SPMD_FUSION", _boolean),
     # JAX flags that JAX code sets, for behaviour spmd always has
     "jax_threefry_partitionable": _Option(
         True,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from spmd.core.fused import fused_elementwise_p
 from spmd.core.program import Literal, Var
 from spmd.sharding.device_program import (
     Alias,
@@ -71,7 +72,9 @@ def _step_lines(steps, names, binder, atom, indent: str) -> list[str]:
     """The printed steps, each line starting with ``indent``; bodies nested deeper."""
     lines = []
     for step in steps:
-        if isinstance(step, Compute):
+        if isinstance(step, Compute) and is_fused(step):
+            lines.extend(_fused_lines(step, names, binder, atom, indent))
+        elif isinstance(step, Compute):
             outs = " ".join(binder(v, s) for v, s in zip(step.outputs, step.shardings, strict=True))
             ins = " ".join(atom(a) for a in step.inputs)
             lines.append(
@@ -103,6 +106,27 @@ def _step_lines(steps, names, binder, atom, indent: str) -> list[str]:
                     f"{indent}{binder(target, s.dst)} = {kind}[axes=({axes}){op}] {current}"
                 )
                 current = names[target]
+    return lines
+
+
+def is_fused(step: Compute) -> bool:
+    return step.eqn.primitive is fused_elementwise_p
+
+
+def _fused_lines(step: Compute, names, binder, atom, indent: str) -> list[str]:
+    """A fused step: its results, then its members one a line, in braces (the values only
+    members read are chunks of a kernel, never arrays)."""
+    kernel = step.eqn.params["kernel"]
+    outs = " ".join(binder(v, s) for v, s in zip(step.outputs, step.shardings, strict=True))
+    ins = " ".join(atom(a) for a in step.inputs)
+    lines = [f"{indent}{outs} = fused_elementwise[steps={len(kernel.members)}] {ins} {{"]
+    for member in kernel.members:
+        operands = " ".join(atom(a) for a in member.inputs)
+        name = f"{names[member.output]}:{str(member.output.aval).split('[')[0]}"
+        lines.append(
+            f"{indent}    {name} = {member.primitive.name}{_params(member.params)} {operands}"
+        )
+    lines[-1] += " }"
     return lines
 
 
@@ -163,6 +187,25 @@ def _collective_lines(steps, names, where: str) -> list[tuple[str, int]]:
     return found
 
 
+def _fused_explained(steps, names, where: str) -> list[str]:
+    """Each fused step of ``steps`` (loop and branch bodies' included): which equations it
+    computes and which of their values it gives back as arrays."""
+    found = []
+    for step in steps:
+        if isinstance(step, Compute) and is_fused(step):
+            kernel = step.eqn.params["kernel"]
+            members = ", ".join(f"{names[m.output]} = {m.primitive.name}" for m in kernel.members)
+            given = ", ".join(names[v] for v in kernel.outputs)
+            found.append(
+                f"  {len(kernel.members)} steps fused into one: {members}; "
+                f"arrays made: {given}{where}"
+            )
+        for name, block in blocks_of(step):
+            what = step.kind if isinstance(step, Loop) else "cond"
+            found.extend(_fused_explained(block.steps, names, f", in the {name} of {what}{where}"))
+    return found
+
+
 def _params(params: dict) -> str:
     shown = {k: v for k, v in params.items() if k != "sharding"}
     if not shown:
@@ -187,6 +230,10 @@ def explain(part: Partitioned) -> str:
                 lines.append(
                     f"  {names[var]}: {var.aval} = {eqn.primitive.name} -> {sharding} — {reason}"
                 )
+    fused = _fused_explained(part.steps, names, "")
+    if fused:
+        lines.append("Fused (each a single pass over each device's blocks, no temporaries):")
+        lines.extend(fused)
     lines.append("Collectives:")
     found = _collective_lines(part.steps, names, "")
     lines.extend(line for line, _ in found)

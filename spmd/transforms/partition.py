@@ -27,6 +27,7 @@ from spmd.sharding.mesh import Mesh
 from spmd.sharding.plans import plan, value_layout
 from spmd.sharding.propagate import BodiesDecision, propagate
 from spmd.sharding.rules import ValueSharding
+from spmd.transforms.fusion import fuse
 
 
 def partition(
@@ -74,6 +75,7 @@ def partition(
             continue
         who = f"output {i}" + (" (out_shardings)" if target is not None else "")
         part.outputs.append((builder.get(atom, want, who), want))
+    fuse(part)
     return part
 
 
