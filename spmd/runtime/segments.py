@@ -153,14 +153,18 @@ class _Timings:
 
 
 TRIES = 4  # runs of a segment, alternating the two ways, before it keeps the faster
+# Elementwise work on this much data (no contraction) runs on the pool without trials: a
+# hand-off costs tens of microseconds, the work milliseconds, and trials on a busy machine
+# can pick the slower way for good.
+POOLED_BYTES = 8 * INLINE_BYTES
 _TIMINGS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # first Compute → _Timings
 
 
 def run_segment(segment: list[tuple[Compute, Any]], env: dict, positions: tuple[int, ...]) -> None:
     """Run consecutive per-device equations for this process's devices: one task per
     device on the thread pool when there is enough data, inline otherwise (or as timing
-    its first runs showed faster). Contractions share the cores as spmd/runtime/cores.py
-    says."""
+    its first runs showed faster, unless it is elementwise work on POOLED_BYTES or more).
+    Contractions share the cores as spmd/runtime/cores.py says."""
     if not segment or not positions:
         return
     count = len(positions)
@@ -175,6 +179,9 @@ def run_segment(segment: list[tuple[Compute, Any]], env: dict, positions: tuple[
             env[var] = {}
     if nbytes < INLINE_BYTES or count < 2:
         _inline(segment, env, positions)
+        return
+    if nbytes >= POOLED_BYTES and not any(_calls_blas(item) for item in segment):
+        _pooled(segment, env, positions)
         return
     timings = _TIMINGS.get(segment[0][0])
     if timings is None:
