@@ -3,9 +3,10 @@
 Run: ``python benchmarks/auto_parallel.py`` (JAX is timed in the same run when installed,
 on as many host devices, with ``AxisType.Auto`` meshes). Each row is the median of several
 calls after a warm-up, the libraries taking turns call by call; ``ratio`` is JAX's time over
-ours (above 1: spmd is faster). The layers are also timed in NumPy, computing the same layer
-in one process (``/NumPy``: ours over NumPy's). ``--devices N`` (8 by default), ``--cores K``
-and ``--scaling`` (1 to 16 devices) are described in benchmarks/scaling.py.
+ours (above 1: spmd is faster). The layers and the elementwise rows are also timed in
+NumPy, computing the same in one process (``/NumPy``: ours over NumPy's). ``--devices N``
+(8 by default), ``--cores K`` and ``--scaling`` (1 to 16 devices) are described in
+benchmarks/scaling.py.
 """
 
 from __future__ import annotations
@@ -24,6 +25,18 @@ import numpy as np  # noqa: E402  (after configure() set the device count)
 from timing import interleaved_ms  # noqa: E402
 
 TINY = "tiny cached call"
+ELEMENTWISE = ("2*sin(x)+1", "10-step chain")
+
+
+def chain(m, v):
+    """Ten elementwise steps (where, exp, *, +, tanh, comparisons): one fused kernel per
+    device under spmd's jit, one XLA loop under JAX's."""
+    a = m.where(v > 0, v, v * 0.1)
+    b = m.exp(a * -0.5)
+    c = m.tanh(b * v + 1.0)
+    return m.where(c > 0.5, c, b)
+
+
 TINY_COLLECTIVES = "tiny call, 2 collectives"
 
 
@@ -52,6 +65,7 @@ def cases(lib, numpy, sigmoid, sharding, spec, grid, line, data) -> dict[str, Ca
     layer = lib.jit(lambda v, w, b: sigmoid(v @ w + b))
     programs = {
         "2*sin(x)+1": (lib.jit(lambda v: 2 * numpy.sin(v) + 1), [x]),
+        "10-step chain": (lib.jit(lambda v: chain(numpy, v)), [x]),
         "x.sum(axis=0)": (lib.jit(lambda v: v.sum(axis=0)), [x]),
         "layer, batch sharded": (layer, batch),
         "layer, contracting sharded": (layer, contracting),
@@ -105,6 +119,11 @@ def numpy_layer(data: dict) -> Callable:
     return lambda: 1 / (1 + np.exp(-(data["lx"] @ data["w"] + data["b"])))
 
 
+def numpy_elementwise(name: str, data: dict) -> Callable:
+    x = data["x"]
+    return (lambda: 2 * np.sin(x) + 1) if name == ELEMENTWISE[0] else (lambda: chain(np, x))
+
+
 def measure() -> dict[str, dict[str, float]]:
     """Each case's time in ms, per library (spmd, jax, numpy)."""
     data = inputs()
@@ -114,6 +133,8 @@ def measure() -> dict[str, dict[str, float]]:
         calls = {"spmd": mine} | ({"jax": theirs[name]} if name in theirs else {})
         if name.startswith("layer"):
             calls["numpy"] = numpy_layer(data)
+        if name in ELEMENTWISE:
+            calls["numpy"] = numpy_elementwise(name, data)
         if name in (TINY, TINY_COLLECTIVES):
             rows[name] = interleaved_ms(calls, rounds=5, number=2000 if name == TINY else 300)
         else:
