@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 import spmd
 import spmd.numpy as snp
 from spmd import NamedSharding, P
+from spmd.core import fused
 from spmd.experimental import disable_x64
 from tests.strategies import meshes, specs
 
@@ -149,6 +150,14 @@ def _same(got, want) -> None:
 
 def _fused_count(fn, *args) -> int:
     return fn.lower(*args).as_text().count("fused_elementwise")
+
+
+@pytest.fixture(autouse=True)
+def small_chunks(monkeypatch):
+    """Chunks of a few elements, so that small arrays run through many chunks of every
+    shape (a kernel reads the size when it is made); a result of one chunk or less runs
+    its members on the whole operands."""
+    monkeypatch.setattr(fused, "CHUNK_BYTES", 48)
 
 
 @pytest.fixture
@@ -408,3 +417,28 @@ def test_a_loop_body_fuses_and_loops_to_numpys_result():
     for _ in range(3):
         want = np.tanh(want * 1.5 + 0.25) - 0.5
     _same(jitted(xs), want)
+
+
+def test_results_of_one_chunk_or_less_run_the_members_on_whole_operands(monkeypatch):
+    monkeypatch.setattr(fused, "CHUNK_BYTES", fused.CHUNK_BYTES * 1000)
+    x = np.linspace(-2, 2, 64, dtype=np.float32).reshape(8, 8)
+    xs = spmd.device_put(x, NamedSharding(_grid(), P("x", "y")))
+    _same(spmd.jit(_chain(snp))(xs), _chain(np)(x))
+
+
+def test_kernel_chunks_cover_every_element_once():
+    x = np.arange(2 * 3 * 5, dtype=np.float64).reshape(2, 3, 5)
+    for row, column in [
+        (np.arange(5.0), np.ones((3, 1))),
+        (np.ones((1, 1, 5)), np.ones((2, 1, 1))),
+    ]:
+        for elements in (1, 2, 4, 5, 7, 15, 16, 29):
+            chunks, inner = fused._chunks(x.shape, (x.shape, row.shape, column.shape), elements)
+            seen = np.zeros(x.shape, int)
+            for rows, key, row_key, column_key, out_key in chunks:
+                seen[out_key] += 1
+                chunk_shape = (rows, *inner)
+                assert x[key].shape == seen[out_key].shape == chunk_shape
+                np.broadcast_shapes(row[row_key].shape, column[column_key].shape, chunk_shape)
+                assert np.prod(chunk_shape) <= elements
+            assert (seen == 1).all(), elements

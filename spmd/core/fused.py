@@ -120,24 +120,31 @@ class Kernel:
 
     def __call__(self, *operands: Any, out: np.ndarray | None = None) -> tuple:
         shapes = tuple(np.shape(v) for v in operands)
-        shape = np.broadcast_shapes(*shapes)
-        if len(shape) != self.ndim:
-            raise RuntimeError(f"internal error: a {self} computed on {shapes}")
-        results = [
-            out if k == 0 and out is not None else np.empty(shape, aval.dtype)
-            for k, aval in enumerate(self.out_avals)
-        ]
-        if not results[0].size:
-            return tuple(results)
         layout = self._layouts.get(shapes)
         if layout is None:
             if len(self._layouts) > 64:
                 self._layouts.clear()
-            layout = self._layouts[shapes] = _chunks(shape, shapes, self.chunk_elements)
-        chunks, inner = layout
+            layout = self._layouts[shapes] = self._layout(shapes)
+        shape, chunks, inner = layout
+        if chunks is None:  # one chunk or none: the members on the whole operands
+            return self._code.whole(*operands)
+        results = [
+            out if k == 0 and out is not None else np.empty(shape, aval.dtype)
+            for k, aval in enumerate(self.out_avals)
+        ]
         wrapped = [v if np.ndim(v) and isinstance(v, np.ndarray) else _Same(v) for v in operands]
         self._code.run(chunks, wrapped, results, self._code.views(chunks, inner))
         return tuple(results)
+
+    def _layout(self, shapes: tuple) -> tuple:
+        """The result's shape for operands of ``shapes``, and its chunks (None when it
+        fits one)."""
+        shape = np.broadcast_shapes(*shapes)
+        if len(shape) != self.ndim:
+            raise RuntimeError(f"internal error: a {self} computed on {shapes}")
+        if int(np.prod(shape)) <= self.chunk_elements:
+            return shape, None, None
+        return (shape, *_chunks(shape, shapes, self.chunk_elements))
 
 
 def _chunks(shape: tuple, shapes: tuple, elements: int) -> tuple[list, tuple]:
@@ -200,9 +207,29 @@ class _Code:
         lines += [f"        i{k} = I{k}[K{k}]" for k in range(len(kernel.inputs))]
         lines += [f"        o{k} = O{k}[KO]" for k in range(len(kernel.outputs))]
         lines += [f"        {line}" for line in body]
+        lines += self._whole(kernel)
         exec(compile("\n".join(lines), f"<spmd {kernel!r}>", "exec"), self.scope)
-        self.run = self.scope["run"]
+        self.run, self.whole = self.scope["run"], self.scope["whole"]
         self.text = "\n".join(lines)
+
+    def _whole(self, kernel: Kernel) -> list[str]:
+        """``whole(*operands)``: each member as the unfused program calls it, on the whole
+        operands (for results of one chunk or less, where chunks gain nothing)."""
+        names = {var: f"i{k}" for k, var in enumerate(kernel.inputs)}
+        lines = [f"def whole({', '.join(names.values())}):"]
+        for index, member in enumerate(kernel.members):
+            args = [self._atom(a) if isinstance(a, Literal) else names[a] for a in member.inputs]
+            names[member.output] = f"w{index}"
+            rules = member.primitive.rules
+            if rules.ufunc is not None:
+                call = f"f{index}({', '.join(args)})"
+            else:
+                self.scope[f"impl{index}"] = rules.impl
+                self.scope[f"params{index}"] = member.params
+                call = f"impl{index}(np, {', '.join(args)}, **params{index})"
+            lines.append(f"    w{index} = {call}")
+        lines.append(f"    return ({', '.join(names[v] for v in kernel.outputs)},)")
+        return lines
 
     def views(self, chunks: list, inner: tuple) -> dict:
         """Per row count of the chunks, the registers' and scratch buffers' views."""
