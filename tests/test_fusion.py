@@ -19,6 +19,7 @@ import spmd
 import spmd.numpy as snp
 from spmd import NamedSharding, P
 from spmd.core import fused
+from spmd.core.interpret import fused_program
 from spmd.experimental import disable_x64
 from tests.strategies import meshes, specs
 
@@ -442,3 +443,20 @@ def test_kernel_chunks_cover_every_element_once():
                 np.broadcast_shapes(row[row_key].shape, column[column_key].shape, chunk_shape)
                 assert np.prod(chunk_shape) <= elements
             assert (seen == 1).all(), elements
+
+
+def test_one_device_programs_fuse_and_equal_the_unfused(fusion_off):
+    x = np.linspace(-3, 3, 120, dtype=np.float32).reshape(12, 10)
+
+    def f(v):
+        return _chain(snp)(v), snp.exp(v) * 2
+
+    program = spmd.jit(f).lower(x).program
+    fused_equations = [e.primitive.name for e in fused_program(program).equations]
+    assert fused_equations.count("fused_elementwise") == 1, fused_equations
+    got = spmd.jit(f)(x)
+    fusion_off()
+    unfused = spmd.jit(f)(x)
+    for g, u, w in zip(got, unfused, (_chain(np)(x), np.exp(x) * 2), strict=True):
+        assert np.asarray(g).tobytes() == np.asarray(u).tobytes()
+        _same(g, w)

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from spmd.core.primitive import Primitive, Rules
-from spmd.core.program import Literal, Var
+from spmd.core.program import Equation, Literal, Var
 
 CHUNK_BYTES = 1 << 18  # per value of a chunk: the values of one chunk stay in L2
 _IMPL_WITH_OUT = frozenset({"power", "logistic", "cbrt", "nextafter"})  # NumPy impl, out=
@@ -367,3 +367,9 @@ fused_elementwise_p = Primitive(
     Rules(shape=_fused_shape, impl=_fused_impl, writes_into=True),
     multiple_results=True,
 )
+
+
+def fused_equation(kernel: Kernel) -> Equation:
+    """The equation that runs ``kernel``."""
+    params = {"kernel": kernel}
+    return Equation(fused_elementwise_p, list(kernel.inputs), list(kernel.outputs), params)

@@ -21,6 +21,10 @@ from typing import Any
 
 import numpy as np
 
+from spmd.config import config
+from spmd.core.fused import Member, fused_equation, fusible
+from spmd.core.fusion import Candidate, Group
+from spmd.core.fusion import plan as fusion_plan
 from spmd.core.program import Literal, Program, Var
 from spmd.errors import SpmdTypeError
 
@@ -216,8 +220,11 @@ def compile_program(program: Program, xp=np) -> Callable[..., list]:
     The same evaluation as ``eval_program``, without its per-equation bookkeeping: each
     equation becomes one call (``implementation``: NumPy's ufuncs directly), values live in
     local variables, each is deleted at its last use, and on NumPy an elementwise equation
-    writes into an operand that dies there (``buffer_reuse``).
+    writes into an operand that dies there (``buffer_reuse``) and runs of elementwise
+    equations run as fused kernels (``fused_program``).
     """
+    if xp is np:
+        program = fused_program(program)
     names: dict = {}
     scope: dict[str, Any] = {"xp": xp, "writable": _writable}
     last_use, reuse = buffer_reuse(program)
@@ -262,6 +269,39 @@ def compile_program(program: Program, xp=np) -> Callable[..., list]:
     lines.append(f"    return [{', '.join(name_of(a) for a in program.outvars)}]")
     exec(compile("\n".join(lines), f"<spmd program {id(program):x}>", "exec"), scope)
     return scope["run"]
+
+
+def fused_program(program: Program) -> Program:
+    """``program`` with each run of elementwise equations on values of one shape computed
+    by one ``fused_elementwise`` equation (spmd/core/fusion.py), while ``config.fusion``
+    is on; the program itself when nothing fuses."""
+    if not config.fusion:
+        return program
+    equations = program.equations
+    candidates = [
+        Candidate(
+            eqn.inputs,
+            eqn.outputs,
+            _member(eqn),
+            eqn.outputs[0].aval.shape if len(eqn.outputs) == 1 else None,
+            movable=True,
+        )
+        for eqn in equations
+    ]
+    order = fusion_plan(candidates, program.outvars)
+    if not any(isinstance(entry, Group) for entry in order):
+        return program
+    fused = [
+        equations[entry] if not isinstance(entry, Group) else fused_equation(entry.kernel)
+        for entry in order
+    ]
+    return Program(program.constvars, program.invars, fused, program.outvars, program.consts)
+
+
+def _member(eqn) -> Member | None:
+    if len(eqn.outputs) != 1 or not fusible(eqn.primitive, eqn.params, eqn.inputs, eqn.outputs[0]):
+        return None
+    return Member(eqn.primitive, tuple(eqn.inputs), eqn.outputs[0], eqn.params)
 
 
 def _writable(value: Any) -> Any:

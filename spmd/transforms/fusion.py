@@ -12,9 +12,8 @@ from __future__ import annotations
 import numpy as np
 
 from spmd.config import config
-from spmd.core.fused import Member, fused_elementwise_p, fusible
+from spmd.core.fused import Member, fused_equation, fusible
 from spmd.core.fusion import Candidate, Group, plan
-from spmd.core.program import Equation
 from spmd.sharding.device_program import (
     Alias,
     Branch,
@@ -83,12 +82,11 @@ def _fused(group: Group, steps: list) -> Compute:
         for step in members
         for var, sharding in zip(step.outputs, step.shardings, strict=True)
     }
-    params = {"kernel": kernel}
-    eqn = Equation(fused_elementwise_p, list(kernel.inputs), list(kernel.outputs), params)
+    eqn = fused_equation(kernel)
     return Compute(
         eqn,
         kernel.inputs,
         kernel.outputs,
         tuple(sharding_of[v] for v in kernel.outputs),
-        (params,) * len(members[0].params),
+        (eqn.params,) * len(members[0].params),
     )
