@@ -229,6 +229,7 @@ def public_names() -> set[str]:
         lax |= set(getattr(module, "__all__", ()))
     public |= {f"lax.{name}" for name in lax}
     public |= {f"scipy.special.{name}" for name in spmd.scipy.special.__all__}
+    public |= {f"scipy.linalg.{name}" for name in spmd.scipy.linalg.__all__}
     public |= {f"scipy.stats.norm.{name}" for name in spmd.scipy.stats.norm.__all__}
     return public - NOT_ARRAY_FUNCTIONS
 

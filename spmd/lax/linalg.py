@@ -4,12 +4,12 @@
 ``svd`` and ``eigh`` the LAPACK primitives of spmd/prims/linalg_lapack.py, in JAX's
 signatures and result orders (eigh gives eigenvectors first); ``tridiagonal_solve`` builds
 the dense matrix and solves it; ``lu`` and ``lu_pivots_to_permutation`` are compositions of
-spmd.numpy (spmd/lax/linalg_lu.py). All act on the last two dimensions and batch over the
-leading ones (these may stay sharded; the matrices themselves are gathered on each device).
-Integers and booleans are factored in float64, as spmd.numpy.linalg does.
+spmd.numpy (spmd/lax/linalg_lu.py); ``eig``, ``schur``, ``hessenberg`` and
+``householder_product`` are in spmd/lax/linalg_eig.py. All act on the last two dimensions and
+batch over the leading ones (these may stay sharded; the matrices themselves are gathered on
+each device). Integers and booleans are factored in float64, as spmd.numpy.linalg does.
 
-Not here: ``eig``, ``schur`` and ``hessenberg`` (no primitive computes them yet), QR with
-column pivoting, and ``tridiagonal_solve``'s ``perturb_singular``.
+Not here: QR with column pivoting, and ``tridiagonal_solve``'s ``perturb_singular``.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import numpy as np
 
 from spmd.core.trace import aval_of
 from spmd.errors import ShapeError, SpmdTypeError, SpmdValueError
+from spmd.lax.linalg_eig import eig, hessenberg, householder_product, schur
 from spmd.lax.linalg_lu import lu, lu_pivots_to_permutation
 from spmd.numpy import astype, expand_dims, where
 from spmd.numpy.linalg_decompositions import hermitian_part, matrices
@@ -244,10 +245,14 @@ def tridiagonal_solve(dl: Any, d: Any, du: Any, b: Any, *, perturb_singular: boo
 
 __all__ = [
     "cholesky",
+    "eig",
     "eigh",
+    "hessenberg",
+    "householder_product",
     "lu",
     "lu_pivots_to_permutation",
     "qr",
+    "schur",
     "svd",
     "triangular_solve",
     "tridiagonal_solve",

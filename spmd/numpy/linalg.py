@@ -16,17 +16,22 @@ from spmd.errors import ShapeError, SpmdTypeError, shape_str
 from spmd.numpy.creation import zeros_like
 from spmd.numpy.elementwise import conjugate, multiply  # type: ignore[attr-defined]
 from spmd.numpy.linalg_compositions import (  # noqa: F401 (spmd.numpy.linalg's, not spmd.numpy's)
+    cond,
     cross,
     diagonal,
     matrix_norm,
     matrix_power,
+    tensorinv,
+    tensorsolve,
     trace,
     vector_norm,
 )
 from spmd.numpy.linalg_decompositions import (  # noqa: F401 (spmd.numpy.linalg's, not spmd.numpy's)
     cholesky,
     det,
+    eig,
     eigh,
+    eigvals,
     eigvalsh,
     inv,
     matrix_rank,

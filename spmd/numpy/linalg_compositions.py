@@ -1,12 +1,14 @@
-"""The Array API's linalg functions that compose from spmd.numpy's own: ``diagonal`` and
+"""The linalg functions that compose from spmd.numpy's own: the Array API's ``diagonal`` and
 ``trace`` of the last two axes, ``vector_norm``, ``matrix_norm``, ``cross`` and
-``matrix_power``. The norms that need singular values (``'nuc'``, ±2) and negative powers
-(an inverse) call spmd.numpy.linalg's decompositions.
+``matrix_power``, and NumPy's ``cond``, ``tensorinv`` and ``tensorsolve``. The norms that
+need singular values (``'nuc'``, ±2), negative powers and the condition numbers and tensor
+inverses (an inverse or a solve) call spmd.numpy.linalg's decompositions.
 """
 
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Sequence
 from typing import Any
 
@@ -188,7 +190,124 @@ def matrix_power(x: Any, n: int, /) -> Any:
     return result
 
 
-__all__: list[str] = []
+def _matrix_norm_order(p: Any) -> bool:
+    """Whether ``p`` names a matrix norm cond takes."""
+    if p is None or isinstance(p, str):
+        return p in (None, "fro", "nuc")
+    numbers = (int, float, np.integer, np.floating)
+    return (
+        not isinstance(p, bool)
+        and isinstance(p, numbers)
+        and p in (1, -1, 2, -2, math.inf, -math.inf)
+    )
 
 
-__all__ = ["cross", "diagonal", "matrix_norm", "matrix_power", "trace", "vector_norm"]
+def cond(x: Any, p: Any = None) -> Any:
+    """``numpy.linalg.cond``: the condition number ``norm(x, p) * norm(inv(x), p)`` of each
+    matrix of ``x`` (..., m, n), ``p`` one of None (= 2: the largest singular value over
+    the smallest), -2, 1, -1, inf, -inf, 'fro' or 'nuc' (these need square matrices). A
+    singular matrix gives inf (NaN turns to inf unless x holds NaN, as NumPy's does).
+    Example: ``spmd.numpy.linalg.cond(x, 'fro')``."""
+    snp = _snp()
+    who = "spmd.numpy.linalg.cond"
+    x = _floating(_matrices(x, "cond"))
+    aval = aval_of(x)
+    if not _matrix_norm_order(p):
+        raise SpmdValueError(
+            f"{who}: p={p!r} is not a matrix norm; use None, 1, -1, 2, -2, inf, -inf, "
+            f"'fro' or 'nuc'."
+        )
+    if 0 in aval.shape[-2:]:
+        raise ShapeError(
+            f"{who}: x is {aval}; the condition number of an empty matrix is not defined "
+            f"(NumPy and JAX refuse it too), so each matrix needs at least one row and column."
+        )
+    with np.errstate(all="ignore"):  # a singular matrix divides by zero, as NumPy's does
+        if p is None or (not isinstance(p, str) and p in (2, -2)):
+            values = snp.linalg.svdvals(x)
+            largest, smallest = values[..., 0], values[..., -1]
+            ratio = largest / smallest if p != -2 else smallest / largest
+        else:
+            if aval.shape[-1] != aval.shape[-2]:
+                raise ShapeError(
+                    f"{who}: x is {aval}, but with p={p!r} its matrices must be square "
+                    f"(only p=None, 2 and -2 take rectangular ones)."
+                )
+            inverse = snp.linalg.inv(x)
+            ratio = snp.linalg.matrix_norm(x, ord=p) * snp.linalg.matrix_norm(inverse, ord=p)
+    held_nan = snp.any(snp.isnan(x), axis=(-2, -1))
+    return snp.where(snp.isnan(ratio) & ~held_nan, math.inf, ratio)
+
+
+def _positive_int(value: Any, who: str, name: str) -> int:
+    try:
+        number = operator.index(value)
+    except TypeError:
+        raise SpmdTypeError(f"{who}: {name}={value!r} must be an int.") from None
+    if number <= 0:
+        raise SpmdValueError(f"{who}: {name}={number} must be a positive integer.")
+    return number
+
+
+def tensorinv(a: Any, ind: int = 2) -> Any:
+    """``numpy.linalg.tensorinv``: the inverse of ``a`` under ``tensordot(., ., ind)``, of
+    shape ``a.shape[ind:] + a.shape[:ind]``; the first ``ind`` dimensions of a must hold as
+    many elements as the rest. Example: ``tensorinv(ones((4, 6, 8, 3)) + ..., ind=2)``."""
+    snp = _snp()
+    who = "spmd.numpy.linalg.tensorinv"
+    ind = _positive_int(ind, who, "ind")
+    a = snp.asarray(a)
+    shape = aval_of(a).shape
+    if not shape:
+        raise ShapeError(
+            f"{who}: a is 0-d ({aval_of(a)}); it needs at least one dimension (NumPy cannot "
+            f"reshape the inverse of a scalar either): reshape it to (1, 1)."
+        )
+    inner, outer = shape[:ind], shape[ind:]
+    rows, cols = math.prod(inner), math.prod(outer)
+    if rows != cols:
+        raise ShapeError(
+            f"{who}: a has shape {shape}; with ind={ind} its first {ind} dimensions "
+            f"{inner} hold {rows} elements and the rest {outer} {cols}, which must be equal "
+            f"(the tensor must flatten to a square matrix)."
+        )
+    inverse = snp.linalg.inv(snp.reshape(a, (rows, cols)))
+    return snp.reshape(inverse, (*outer, *inner))
+
+
+def tensorsolve(a: Any, b: Any, axes: Sequence[int] | None = None) -> Any:
+    """``numpy.linalg.tensorsolve``: x with ``tensordot(a, x, x.ndim) == b``, where ``a``
+    (its ``axes`` moved to the end first, in that order) has shape ``b.shape + x.shape``
+    and ``b.size == x.size``. Example: ``tensorsolve(a, b)`` for a (2, 3, 6), b (2, 3)."""
+    snp = _snp()
+    who = "spmd.numpy.linalg.tensorsolve"
+    a, b = snp.asarray(a), snp.asarray(b)
+    a_aval, b_aval = aval_of(a), aval_of(b)
+    if axes is not None:
+        moved = normalize_axes(axes, a_aval.ndim, who, f"a {a_aval}", "axes")
+        order = [d for d in range(a_aval.ndim) if d not in moved] + list(moved)
+        a = snp.transpose(a, order)
+        a_aval = aval_of(a)
+    unknown = a_aval.shape[b_aval.ndim :]
+    size = math.prod(unknown)
+    if a_aval.shape[: b_aval.ndim] != b_aval.shape or b_aval.size != size:
+        raise ShapeError(
+            f"{who}: a has shape {a_aval.shape} (after moving axes={axes} to the end) and b "
+            f"{b_aval.shape}; a must be b.shape + x.shape with x as large as b, so its "
+            f"leading dimensions must equal b's and the rest hold {b_aval.size} elements."
+        )
+    x = snp.linalg.solve(snp.reshape(a, (b_aval.size, size)), snp.reshape(b, (b_aval.size,)))
+    return snp.reshape(x, unknown)
+
+
+__all__ = [
+    "cond",
+    "cross",
+    "diagonal",
+    "matrix_norm",
+    "matrix_power",
+    "tensorinv",
+    "tensorsolve",
+    "trace",
+    "vector_norm",
+]

@@ -29,6 +29,7 @@ from spmd.numpy.reductions import sum as snp_sum
 from spmd.numpy.shaping import astype, broadcast_to, expand_dims, reshape, swapaxes
 from spmd.prims.linalg import cholesky_p
 from spmd.prims.linalg import matmul as matmul_stacks
+from spmd.prims.linalg_eig import eig_p
 from spmd.prims.linalg_lapack import det_p, eigh_p, inv_p, qr_p, slogdet_p, solve_p, svd_p
 
 
@@ -86,6 +87,11 @@ def cholesky(a: Any, /, *, upper: bool = False, symmetrize_input: bool = True) -
 
 
 # --- the Array API's decompositions, on the primitives of spmd/prims/linalg_lapack.py -------
+
+
+class EigResult(NamedTuple):
+    eigenvalues: Any
+    eigenvectors: Any
 
 
 class EighResult(NamedTuple):
@@ -161,6 +167,36 @@ def solve(x1: Any, x2: Any, /) -> Any:
     return reshape(x, aval_of(x).shape[:-1]) if vector else x
 
 
+def eig(x: Any, /) -> EigResult:
+    """``numpy.linalg.eig``: the eigenvalues and right eigenvectors of each square matrix
+    of ``x`` (..., n, n), ``x @ v[..., :, i] = w[..., i] * v[..., :, i]``, each vector of
+    unit norm with its largest component real. As JAX's, the results are always complex
+    (complex64 for 32-bit input; NumPy's are real where every eigenvalue is), and a matrix
+    holding inf or NaN gives NaN. Not differentiable (the eigenvalues are: ``eigvals``).
+    Example: ``w, v = spmd.numpy.linalg.eig(x)``."""
+    a = matrices(x, _who("eig"), "x")
+    w, v = eig_p.bind(
+        a,
+        compute_left_eigenvectors=False,
+        compute_right_eigenvectors=True,
+        enable_eigvec_derivs=False,
+    )
+    return EigResult(w, v)
+
+
+def eigvals(x: Any, /) -> Any:
+    """``numpy.linalg.eigvals``: the eigenvalues of each square matrix of ``x`` (..., n, n),
+    always complex as JAX's (NumPy's are real where all are). Example: ``eigvals(x)``."""
+    a = matrices(x, _who("eigvals"), "x")
+    (w,) = eig_p.bind(
+        a,
+        compute_left_eigenvectors=False,
+        compute_right_eigenvectors=False,
+        enable_eigvec_derivs=False,
+    )
+    return w
+
+
 def eigh(x: Any, /, *, UPLO: str = "L") -> EighResult:
     """``numpy.linalg.eigh``: eigenvalues (ascending) and eigenvectors of each Hermitian
     matrix, reading its lower (``UPLO='L'``) or upper triangle alone."""
@@ -228,7 +264,9 @@ def matrix_rank(x: Any, /, *, rtol: Any = None) -> Any:
 __all__ = [
     "cholesky",
     "det",
+    "eig",
     "eigh",
+    "eigvals",
     "eigvalsh",
     "inv",
     "matrix_rank",

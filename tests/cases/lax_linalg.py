@@ -19,6 +19,8 @@ import scipy.linalg
 import spmd
 from spmd import ShapeError, SpmdTypeError, SpmdValueError
 from tests.cases.linalg import LINALG_DTYPES, _adjoint, _unit, gram, unique_singular_values
+from tests.cases.linalg_eig import _linalg_eig
+from tests.cases.linalg_scipy import _linalg_scipy
 from tests.cases.table import BOOL, DTYPES, FLOATS, INTS, _label, add, rejects
 
 COMPLEX = (np.complex64, np.complex128)
@@ -263,3 +265,5 @@ def _lax_linalg():
     add("lax.linalg.tridiagonal_solve", direct("tridiagonal_solve"), ((), (), (), ()),
         ((3,), (3,), (2,), (3, 1)), ((3,), (3,), (3,), (3,)), ((3,), (3,), (3,), (2, 1)),
         **stricter, **rejects(DTYPES, ShapeError, "shapes"))  # fmt: skip
+    _linalg_eig()
+    _linalg_scipy()
