@@ -460,3 +460,21 @@ def test_one_device_programs_fuse_and_equal_the_unfused(fusion_off):
     for g, u, w in zip(got, unfused, (_chain(np)(x), np.exp(x) * 2), strict=True):
         assert np.asarray(g).tobytes() == np.asarray(u).tobytes()
         _same(g, w)
+
+
+def test_devices_of_another_array_library_run_unfused():
+    """NumPy is the kernels' engine: on devices computing with another library (here the
+    Array API's strict namespace), programs run step by step, with the same numbers."""
+    code = (
+        "import numpy as np, spmd, spmd.numpy as snp\n"
+        "m = spmd.make_mesh((2, 4), ('x', 'y'))\n"
+        "x = np.linspace(-1, 1, 64).reshape(8, 8)\n"
+        "xs = spmd.device_put(x, spmd.NamedSharding(m, spmd.P('x', 'y')))\n"
+        "f = spmd.jit(lambda v: 2 * snp.sin(v) + 1)\n"
+        "print(f.lower(xs).as_text())\n"
+        "assert np.array_equal(np.asarray(f(xs)), 2 * np.sin(x) + 1)\n"
+    )
+    env = os.environ | {"SPMD_BACKEND": "array_api_strict", "SPMD_NUM_CPU_DEVICES": "8"}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "fused_elementwise" not in done.stdout and " = sin " in done.stdout
