@@ -29,6 +29,7 @@ from spmd.runtime.control_steps import run_branch, run_loop
 from spmd.runtime.counting import record
 from spmd.runtime.messages import EAGER, Speaker, fingerprint, speaking_for
 from spmd.runtime.segments import PYTHON_SCALARS, Plan, drop, on, plan_of, run_segment
+from spmd.runtime.stacked import Once, plan_for
 from spmd.sharding.device import process_index
 from spmd.sharding.device_program import (
     Alias,
@@ -134,12 +135,22 @@ class _Run:
         mesh, positions, comm = self.mesh, self.positions, self.comm
         devices = mesh.devices.flat
         segment: list[tuple[Compute, Any]] = []
+        once = self._once(steps, plan)
         for index, step in enumerate(steps):
             if isinstance(step, Compute):
+                if once is not None and once.plan.runs(index):
+                    run_segment(segment, env, positions)  # its inputs' blocks, at hand
+                    segment = []
+                    if once.compute(index, step, env):
+                        drop(env, plan.last_use, index)
+                        continue
                 segment.append((step, plan.calls[index]))
                 continue
             run_segment(segment, env, positions)
             segment = []
+            if isinstance(step, Reshard) and once is not None and once.reshard(step, env):
+                drop(env, plan.last_use, index)
+                continue
             says = speaker or self.speakers.get(index, EAGER)
             if isinstance(step, Collective):
                 with speaking_for(says):
@@ -166,6 +177,13 @@ class _Run:
                     env[step.dst] = _reshard(step, env[step.src], mesh, comm)
             drop(env, plan.last_use, index)
         run_segment(segment, env, positions)
+
+    def _once(self, steps, plan: Plan) -> Once | None:
+        """What runs the steps that may run once for all devices (spmd/runtime/stacked.py):
+        with several devices here, all of them NumPy's."""
+        if len(self.positions) < 2 or self.mesh.devices.flat[0].library.xp is not np:
+            return None
+        return Once(self, plan_for(plan, steps, plan.last_use), plan.calls)
 
     def block(self, block: Block, values: list[dict], speaker: Speaker) -> list[dict]:
         """Run a loop's or branch's body on ``values`` (per invar, by position)."""

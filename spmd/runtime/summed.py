@@ -1,0 +1,184 @@
+"""A contraction whose partial sums only an all-reduce or a reduce-scatter reads, run as
+one sum over the devices' stacked blocks.
+
+A weight's gradient in data-parallel training is ``sum_d x_d.T @ g_d``: each device writes
+a whole partial that the all-reduce then reads again. Stacking the devices' blocks along a
+contracted label gives the sum in one contraction (one per core), and the collective becomes
+a hand-out of the sum's blocks. Steps between the two that are linear in the pending value
+(``0.01 * gradient``: its sharding stays pending) run once on the sum. Within one process
+only: across processes the Communicator's fixed order of summation stands.
+
+The sum replaces the partials: a value that holds it is recorded as a total (``Totals``),
+and if a step that should run on it cannot, the partials come back as the total on each
+group's first device and zeros on the others, which sum to the same.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from spmd.core.program import Var
+from spmd.prims.contraction import einsum_p
+from spmd.runtime.counting import record
+from spmd.runtime.stacking import (
+    by_cores,
+    einsum,
+    fresh_label,
+    frozen,
+    insert,
+    stack,
+    stackable,
+    subscripts_of,
+)
+from spmd.sharding.device_program import Alias, Branch, Collective, Compute, Loop, Reshard
+from spmd.sharding.layout import bounds_to_slices
+from spmd.sharding.mesh import groups as mesh_groups
+from spmd.sharding.plans import value_layout
+
+REDUCTIONS = ("all-reduce", "reduce-scatter")
+
+
+@dataclass(frozen=True)
+class Chain:
+    """An einsum's pending sum, the steps linear in it and the Reshard that reduces it (by
+    index)."""
+
+    links: tuple[int, ...]
+    reshard: int
+
+
+def chain_of(index: int, steps, last_use: dict) -> Chain | None:
+    """The Chain from the einsum at ``index``, where nothing else reads its values."""
+    step = steps[index]
+    (value,), (sharding,) = step.outputs, step.shardings
+    if not sharding.pending or sharding.op != "sum":
+        return None
+    links, at = [], index
+    while True:
+        end = last_use.get(value, -1)
+        if end <= at or end >= len(steps):
+            return None
+        if any(value in _reads(s) for s in steps[at + 1 : end]):
+            return None
+        reader = steps[end]
+        if isinstance(reader, Reshard):
+            return Chain(tuple(links), end) if _reduces(reader, value, sharding) else None
+        if not isinstance(reader, Compute) or len(reader.outputs) != 1:
+            return None
+        if reader.inputs.count(value) != 1 or reader.shardings[0] != sharding:
+            return None
+        links.append(end)
+        value, at = reader.outputs[0], end
+
+
+def _reduces(reshard: Reshard, value: Var, sharding) -> bool:
+    if reshard.src is not value or len(reshard.steps) != 1:
+        return False
+    (only,) = reshard.steps
+    return (
+        only.kind in REDUCTIONS
+        and only.src.op == "sum"
+        and set(only.axes) == set(sharding.pending)
+        and only.src.dims == sharding.dims
+    )
+
+
+def _reads(step) -> tuple:
+    if isinstance(step, Compute):
+        return step.inputs
+    if isinstance(step, Reshard | Alias):
+        return (step.src,)
+    if isinstance(step, Collective):
+        return (step.input,)
+    if isinstance(step, Loop):
+        return step.operands
+    if isinstance(step, Branch):
+        return (step.index, *step.operands)
+    return ()
+
+
+class Totals:
+    """Values whose blocks hold their group's whole sum rather than a partial, with the
+    groups (lists of indices into the run's positions)."""
+
+    def __init__(self) -> None:
+        self.groups: dict[Var, list[list[int]]] = {}
+
+    def partials(self, var: Var, env: dict, positions) -> None:
+        """Turn ``var``'s totals back into partials: the total on each group's first
+        device, zeros on the others."""
+        for group in self.groups.pop(var):
+            total = env[var][positions[group[0]]]
+            zeros = np.zeros_like(total)
+            frozen(zeros)
+            for i in group[1:]:
+                env[var][positions[i]] = zeros
+
+
+def local_groups(run, axes) -> list[list[int]] | None:
+    """The groups over mesh ``axes`` as indices into ``run.positions``, or None where a
+    group reaches another process (or the run is across processes)."""
+    if run.comm.transport is not None:
+        return None
+    order = {p: i for i, p in enumerate(run.positions)}
+    groups = [[order.get(p) for p in g] for g in mesh_groups(run.mesh, tuple(axes))]
+    if any(i is None for group in groups for i in group):
+        return None
+    return groups
+
+
+def contract(step: Compute, values: list, groups: list[list[int]], positions) -> dict:
+    """The einsum ``step`` summed over each group's devices: ``{position: the group's sum}``
+    (one array per group, shared read-only by its devices)."""
+    subscripts, (x, y), output = subscripts_of(step.params[0])
+    label = fresh_label(subscripts)
+    contracted = [c for c in x if c in y and c not in output]
+    first = contracted[0] if contracted else None
+    lx, ly = insert(x, label, first), insert(y, label, first)
+    summed = f"{lx},{ly}->{output}"
+    axes = lx.index(label), ly.index(label)
+    out = step.outputs[0].aval
+    out_bytes = math.prod(out.shape) * out.dtype.itemsize
+    totals = {}
+    for group in groups:
+        members = [[v[i] for i in group] for v in values]
+
+        def product(devices: slice, on_caller: bool, members=members) -> np.ndarray:
+            pair = [stack(m[devices], a, on_caller) for m, a in zip(members, axes, strict=True)]
+            return einsum(pair, summed)
+
+        nbytes = sum(b.nbytes for m in members for b in m) + out_bytes
+        parts = by_cores(product, len(group), nbytes)
+        total = parts[0]
+        for part in parts[1:]:
+            np.add(total, part, out=total)
+        totals.update(dict.fromkeys((positions[i] for i in group), frozen(total)))
+    return totals
+
+
+def summable(step: Compute, values: list) -> bool:
+    return step.eqn.primitive is einsum_p and all(stackable(v) for v in values)
+
+
+def hand_out(run, reshard: Reshard, totals: dict) -> dict:
+    """Each device's block of the reduction ``reshard`` of values whose blocks hold their
+    group's sum: the sum itself (all-reduce) or its piece (reduce-scatter)."""
+    (only,) = reshard.steps
+    record(only.kind, only.nbytes)
+    if only.kind == "all-reduce":
+        return dict(totals)
+    shape = reshard.src.aval.shape
+    src = value_layout(run.mesh, only.src.dims, shape)
+    dst = value_layout(run.mesh, only.dst.dims, shape)
+    devices = run.mesh.devices.flat
+    out = {}
+    for position, total in totals.items():
+        device = devices[position]
+        origin = src.bounds(src.blocks[src.position[device]])
+        bounds = dst.bounds(dst.blocks[dst.position[device]])
+        moved = tuple((a - o, b - o) for (a, b), (o, _) in zip(bounds, origin, strict=True))
+        out[position] = frozen(total[bounds_to_slices(moved)])
+    return out
