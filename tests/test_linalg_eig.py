@@ -285,6 +285,31 @@ def test_vmap_of_eig_schur_and_hessenberg_matches_a_loop():
             close(g, np.stack([np.asarray(w[k]) for w in want]), 0)
 
 
+class _Unexportable:
+    """An array of a namespace whose arrays cannot go to NumPy (no DLPack)."""
+
+    shape, ndim, device = (2, 2), 2, None
+
+
+class _Namespace:
+    __name__ = "unexportable_arrays"
+
+
+@pytest.mark.parametrize("primitive", ["eig", "schur", "hessenberg"])
+def test_a_namespace_without_the_routine_or_a_way_to_the_host_is_named(primitive):
+    from spmd.core.primitive import primitive_named
+
+    params = {
+        "eig": {"compute_left_eigenvectors": True, "compute_right_eigenvectors": True,
+                "enable_eigvec_derivs": False},
+        "schur": {"compute_schur_vectors": True},
+        "hessenberg": {},
+    }[primitive]  # fmt: skip
+    impl = primitive_named(primitive).rules.impl
+    with pytest.raises(SpmdTypeError, match=r"unexportable_arrays.*SPMD_BACKEND"):
+        impl(_Namespace(), _Unexportable(), **params)
+
+
 @pytest.mark.parametrize(
     ("call", "error", "match"),
     [

@@ -171,7 +171,7 @@ def _to_host(xp, x, who: str) -> np.ndarray:
         return x.get()
     try:
         return np.asarray(np.from_dlpack(x))
-    except (BufferError, RuntimeError, TypeError, ValueError) as error:
+    except (AttributeError, BufferError, RuntimeError, TypeError, ValueError) as error:
         raise SpmdTypeError(
             f"{who}: the array namespace {xp.__name__} has no such decomposition, and its "
             f"arrays cannot be brought to NumPy on the host to compute it there ({error}); "
