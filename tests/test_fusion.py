@@ -478,3 +478,53 @@ def test_devices_of_another_array_library_run_unfused():
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert "fused_elementwise" not in done.stdout and " = sin " in done.stdout
+
+
+@pytest.mark.parametrize("shape", [(6, 300), (5, 4, 70), (3, 1), (0, 9)])
+def test_a_final_reduction_over_trailing_axes_joins_the_kernel(fusion_off, shape):
+    """Chunks hold whole rows of the reduced axes, which NumPy reduces (pairwise, for sums)
+    as it reduces the whole array's: the same bits as unfused."""
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal(shape).astype(np.float32)
+    x.flat[::7] = np.nan
+    trailing = tuple(range(1, len(shape)))
+
+    def f(m, v):
+        w = m.where(m.isnan(v), 0.0, v)
+        return (
+            (w * w + 1).sum(axis=trailing),
+            m.max(v * 2, axis=trailing[-1:], keepdims=True),
+            (w > 0).any(axis=trailing),
+            (w * 3).astype(np.int8).sum(axis=trailing),
+        )
+
+    mesh = spmd.make_mesh((2,), ("x",), devices=spmd.devices()[:2])
+    xs = spmd.device_put(x, NamedSharding(mesh, P("x")))
+    jitted = spmd.jit(lambda v: f(snp, v))
+    text = jitted.lower(xs).as_text()
+    assert text.count("fused_elementwise") == 4 and " = reduce_sum" in text, text
+    got = jitted(xs)
+    fusion_off()
+    unfused = spmd.jit(lambda v: f(snp, v))(xs)
+    with np.errstate(all="ignore"):
+        want = f(np, x)
+    for g, u, w in zip(got, unfused, want, strict=True):
+        assert np.asarray(g).tobytes() == np.asarray(u).tobytes()
+        _same(g, w)
+
+
+def test_a_leading_axis_reduction_is_a_step_of_its_own_and_a_split_trailing_one_fuses():
+    x = np.arange(48, dtype=np.float64).reshape(8, 6)
+    xs = spmd.device_put(x, NamedSharding(_grid(), P("x", "y")))
+
+    def f(m, v):
+        return (v * 2 + 1).sum(axis=0), (v * 3 - 1).sum(axis=1)
+
+    jitted = spmd.jit(lambda v: f(snp, v))
+    text = jitted.lower(xs).as_text()
+    # axis 0: a step of its own; axis 1 ends the second kernel, its blocks' partial sums
+    # all-reduced after it, as unfused
+    assert "fused_elementwise[steps=2]" in text and "fused_elementwise[steps=3]" in text, text
+    assert "= reduce_sum[axes=(0,)" in text and text.count("all_reduce") == 2, text
+    for g, w in zip(jitted(xs), f(np, x), strict=True):
+        np.testing.assert_allclose(np.asarray(g), w, rtol=1e-14)

@@ -32,6 +32,9 @@ from spmd.core.program import Equation, Literal, Var
 CHUNK_BYTES = 1 << 18  # per value of a chunk: the values of one chunk stay in L2
 _IMPL_WITH_OUT = frozenset({"power", "logistic", "cbrt", "nextafter"})  # NumPy impl, out=
 _UNSIGNED = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+# reductions a kernel may end with, over trailing axes, each row of a chunk reduced whole
+_REDUCTIONS = frozenset({"reduce_sum", "reduce_prod", "reduce_max", "reduce_min",
+                         "reduce_all", "reduce_any"})  # fmt: skip
 
 
 @dataclass(frozen=True, eq=False)
@@ -61,6 +64,29 @@ def fusible(primitive, params: dict, inputs: Sequence, output: Var) -> bool:
     if primitive.name == "convert_element_type":
         return not params.get("weak_type", False)
     return False
+
+
+def kernel_member(primitive, params: dict, inputs: Sequence, output: Var) -> tuple:
+    """``(member, final)``: the equation as a kernel member (None when it may not run in
+    one), and whether it may only end a kernel (a reduction)."""
+    if fusible(primitive, params, inputs, output):
+        return Member(primitive, tuple(inputs), output, params), False
+    if final_reduction(primitive, params, inputs, output):
+        return Member(primitive, tuple(inputs), output, params), True
+    return None, False
+
+
+def final_reduction(primitive, params: dict, inputs: Sequence, output: Var) -> bool:
+    """Whether an equation may end a kernel whose values include its operand: a reduction
+    over the operand's trailing axes, not its first, with NumPy's parameters. Chunks then
+    hold whole rows of those axes, which NumPy reduces as it reduces the whole array's."""
+    if primitive.name not in _REDUCTIONS or output.aval.weak_type:
+        return False
+    (operand,) = inputs
+    if not isinstance(operand, Var):
+        return False
+    axes, ndim = tuple(params.get("axes", ())), getattr(operand.aval, "ndim", 0)
+    return bool(axes) and axes[0] >= 1 and axes == tuple(range(axes[0], ndim))
 
 
 def _loop_dtype(ufunc: np.ufunc, inputs: Sequence) -> np.dtype | None:
@@ -104,7 +130,12 @@ class Kernel:
         self.inputs = tuple(inputs)
         self.outputs = tuple(outputs)
         self.out_avals = tuple(v.aval for v in outputs)
-        self.ndim = self.out_avals[0].ndim
+        self.ndim = self.members[0].output.aval.ndim
+        last = self.members[-1]
+        self.reduction = last if last.primitive.name in _REDUCTIONS else None
+        self.max_split = (
+            self.ndim - 1 if self.reduction is None else self.reduction.params["axes"][0] - 1
+        )
         itemsizes = [a.aval.dtype.itemsize for a in (*inputs, *(m.output for m in members))]
         self.chunk_elements = max(1, CHUNK_BYTES // max(itemsizes))
         self._code = _Code(self)
@@ -129,12 +160,24 @@ class Kernel:
         if chunks is None:  # one chunk or none: the members on the whole operands
             return self._code.whole(*operands)
         results = [
-            out if k == 0 and out is not None else np.empty(shape, aval.dtype)
-            for k, aval in enumerate(self.out_avals)
+            out
+            if k == 0 and out is not None
+            else np.empty(self._shape_of(var, shape), var.aval.dtype)
+            for k, var in enumerate(self.outputs)
         ]
         wrapped = [v if np.ndim(v) and isinstance(v, np.ndarray) else _Same(v) for v in operands]
-        self._code.run(chunks, wrapped, results, self._code.views(chunks, inner))
+        split = self.ndim - 1 - len(inner)
+        self._code.run(chunks, wrapped, results, self._code.views(chunks, inner), split)
         return tuple(results)
+
+    def _shape_of(self, var: Var, shape: tuple) -> tuple:
+        """The block shape of result ``var`` when the kernel runs over ``shape``."""
+        if self.reduction is None or var is not self.reduction.output:
+            return shape
+        axes, keepdims = self.reduction.params["axes"], self.reduction.params["keepdims"]
+        return tuple(
+            1 if i in axes else d for i, d in enumerate(shape) if keepdims or i not in axes
+        )
 
     def _layout(self, shapes: tuple) -> tuple:
         """The result's shape for operands of ``shapes``, and its chunks (None when it
@@ -144,16 +187,18 @@ class Kernel:
             raise RuntimeError(f"internal error: a {self} computed on {shapes}")
         if int(np.prod(shape)) <= self.chunk_elements:
             return shape, None, None
-        return (shape, *_chunks(shape, shapes, self.chunk_elements))
+        return (shape, *_chunks(shape, shapes, self.chunk_elements, self.max_split))
 
 
-def _chunks(shape: tuple, shapes: tuple, elements: int) -> tuple[list, tuple]:
+def _chunks(shape: tuple, shapes: tuple, elements: int, max_split: int | None = None) -> tuple:
     """The chunks of ``shape``: per chunk, its row count then each operand's index (for
     ``shapes``, aligned from the right as broadcasting aligns them) and the result's. Chunks
     split the outermost axis whose inner axes fit ``elements``, with whole inner axes, and
-    every index of the axes outside it; ``inner`` is the chunk shape after its rows."""
+    every index of the axes outside it, splitting no axis after ``max_split``; ``inner`` is
+    the chunk shape after its rows."""
     n = len(shape)
     split = next((j for j in range(n) if int(np.prod(shape[j + 1 :])) <= elements), n - 1)
+    split = split if max_split is None else min(split, max_split)
     inner = tuple(shape[split + 1 :])
     step = max(1, elements // max(1, int(np.prod(inner))))
     chunks = []
@@ -191,6 +236,7 @@ class _Code:
         self.registers: list[np.dtype] = []  # slot → dtype
         self.scratch: list[type] = []  # unsigned dtypes of where's masks
         self.names: dict[Var, str] = {}
+        self.prologue: list[str] = []  # lines before the chunk loop
         body = self._body(kernel)
         ins = ", ".join(f"I{k}" for k in range(len(kernel.inputs)))
         outs = ", ".join(f"O{k}" for k in range(len(kernel.outputs)))
@@ -199,7 +245,8 @@ class _Code:
         regs += [f"M{s}" for s in range(len(self.scratch))]
         regs += [f"T{s}" for s in range(len(self.scratch))]
         keys = [f"K{k}" for k in range(len(kernel.inputs))] + ["KO"]
-        lines = ["def run(chunks, ins, outs, views):"]
+        lines = ["def run(chunks, ins, outs, views, split):"]
+        lines += self.prologue
         lines.append(f"    ({ins}{',' if ins else ''}) = ins")
         lines.append(f"    ({outs},) = outs")
         lines.append(f"    for rows, {', '.join(keys)} in chunks:")
@@ -295,6 +342,15 @@ class _Code:
             return [f"r = f{index}(np, {args}, out={out})", f"if r is not {out}: copyto({out}, r)"]
         if primitive.name == "convert_element_type":
             return [f"copyto({out}, asarray({args}), casting='unsafe')"]
+        if primitive.name in _REDUCTIONS:  # the chunk's axes: the kernel's from the split on
+            self.scope[f"f{index}"] = primitive.rules.impl
+            self.scope[f"params{index}"] = member.params
+            self.prologue.append(
+                f"    axes{index} = tuple(a - split for a in params{index}['axes'])"
+            )
+            return [
+                f"copyto({out}, f{index}(np, {args}, **{{**params{index}, 'axes': axes{index}}}))"
+            ]
         return self._where(member, out)
 
     def _where(self, member: Member, out: str) -> list[str]:

@@ -4,8 +4,9 @@ The planner sees each step as a ``Candidate``: what it reads and writes, the equ
 computes when that equation may run in a kernel (``member``) and a ``key`` that members of
 one kernel share (the result's shape, and its layout on the devices). A kernel gathers the
 members that follow one another, any step that reads none of its values being moved before
-it when ``movable`` (a pure step), and gives back the values that a step outside it or the
-program's results read. The values that only its members read never become arrays.
+it when ``movable`` (a pure step), may end with a ``final`` member (a reduction of one of its
+values), and gives back the values that a step outside it or the program's results read.
+The values that only its members read never become arrays.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ class Candidate:
     member: Member | None = None  # its equation, when it may run in a kernel
     key: Any = None  # members of one kernel have equal keys
     movable: bool = False  # may run before a kernel whose values it does not read
+    final: bool = False  # its member may only end a kernel that made its operand (a reduction)
 
 
 @dataclass(frozen=True, eq=False)
@@ -63,6 +65,14 @@ def plan(candidates: Sequence[Candidate], results: Sequence[Any]) -> list:
     current = _Open()
     for index, candidate in enumerate(candidates):
         reads_kernel = any(isinstance(a, Var) and a in current.values for a in candidate.reads)
+        if candidate.final and candidate.member is not None:
+            if candidate.reads[0] in current.values:  # ends the kernel
+                current.members.append(index)
+                current.values.update(candidate.writes)
+                order.extend(_close(current, candidates, readers, kept))
+                current = _Open()
+                continue
+            candidate = Candidate(candidate.reads, candidate.writes, movable=candidate.movable)
         joins = candidate.member is not None and (
             not current.members or candidate.key == current.key
         )

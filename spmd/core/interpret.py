@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from spmd.config import config
-from spmd.core.fused import Member, fused_equation, fusible
+from spmd.core.fused import fused_equation, kernel_member
 from spmd.core.fusion import Candidate, Group
 from spmd.core.fusion import plan as fusion_plan
 from spmd.core.program import Literal, Program, Var
@@ -278,16 +278,11 @@ def fused_program(program: Program) -> Program:
     if not config.fusion:
         return program
     equations = program.equations
-    candidates = [
-        Candidate(
-            eqn.inputs,
-            eqn.outputs,
-            _member(eqn),
-            eqn.outputs[0].aval.shape if len(eqn.outputs) == 1 else None,
-            movable=True,
-        )
-        for eqn in equations
-    ]
+    candidates = []
+    for eqn in equations:
+        member, final = _member(eqn)
+        key = eqn.outputs[0].aval.shape if len(eqn.outputs) == 1 else None
+        candidates.append(Candidate(eqn.inputs, eqn.outputs, member, key, True, final))
     order = fusion_plan(candidates, program.outvars)
     if not any(isinstance(entry, Group) for entry in order):
         return program
@@ -298,10 +293,10 @@ def fused_program(program: Program) -> Program:
     return Program(program.constvars, program.invars, fused, program.outvars, program.consts)
 
 
-def _member(eqn) -> Member | None:
-    if len(eqn.outputs) != 1 or not fusible(eqn.primitive, eqn.params, eqn.inputs, eqn.outputs[0]):
-        return None
-    return Member(eqn.primitive, tuple(eqn.inputs), eqn.outputs[0], eqn.params)
+def _member(eqn) -> tuple:
+    if len(eqn.outputs) != 1:
+        return None, False
+    return kernel_member(eqn.primitive, eqn.params, eqn.inputs, eqn.outputs[0])
 
 
 def _writable(value: Any) -> Any:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from spmd.config import config
-from spmd.core.fused import Member, fused_equation, fusible
+from spmd.core.fused import fused_equation, kernel_member
 from spmd.core.fusion import Candidate, Group, plan
 from spmd.sharding.device_program import (
     Alias,
@@ -43,7 +43,8 @@ def fused_steps(steps: list, results: list) -> list:
 
 def _candidate(step) -> Candidate:
     if isinstance(step, Compute):
-        return Candidate(step.inputs, step.outputs, _member(step), _key(step), movable=True)
+        member, final = _member(step)
+        return Candidate(step.inputs, step.outputs, member, _key(step), True, final)
     if isinstance(step, FromHost | PerDevice):
         return Candidate((), (step.var,), movable=True)
     if isinstance(step, Reshard | Alias):
@@ -57,17 +58,14 @@ def _candidate(step) -> Candidate:
     raise TypeError(f"internal error: the fusion pass met a {type(step).__name__} step")
 
 
-def _member(step: Compute) -> Member | None:
-    """The step's equation as a kernel member: one result, the same parameters on every
-    device, and block shapes that relate alike on every device (``reusable``)."""
-    primitive, params = step.eqn.primitive, step.params[0]
-    if len(step.outputs) != 1 or not step.reusable:
-        return None
-    if not fusible(primitive, params, step.inputs, step.outputs[0]):
-        return None
-    if any(p != params for p in step.params):
-        return None
-    return Member(primitive, step.inputs, step.outputs[0], params)
+def _member(step: Compute) -> tuple:
+    """The step's equation as a kernel member, and whether it may only end a kernel: one
+    result, the same parameters on every device, and block shapes that relate alike on
+    every device (``reusable``)."""
+    params = step.params[0]
+    if len(step.outputs) != 1 or not step.reusable or any(p != params for p in step.params):
+        return None, False
+    return kernel_member(step.eqn.primitive, params, step.inputs, step.outputs[0])
 
 
 def _key(step: Compute):
