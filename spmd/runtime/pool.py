@@ -7,6 +7,7 @@ overlaps across the machine's cores.
 from __future__ import annotations
 
 import functools
+import itertools
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
@@ -29,17 +30,31 @@ def parallel_map(fn: Callable[[T], R], items: Iterable[T], nbytes: int) -> list[
     items = list(items)
     if nbytes < INLINE_BYTES or len(items) < 2:
         return [fn(item) for item in items]
-    workers = core_count()  # one task per core at once
+    workers = min(core_count(), len(items))  # one task per core at once
     if workers < 2:
         return [fn(item) for item in items]
-    # One run of items per core, the caller's thread taking the last run itself: a hand-off
-    # costs tens of microseconds, as much as a small device's whole step.
-    size = -(-len(items) // workers)
-    runs = [items[i : i + size] for i in range(0, len(items), size)]
-    pending = [_pool(workers).submit(_run, fn, run) for run in runs[:-1]]
-    last = _run(fn, runs[-1])
-    return [result for future in pending for result in future.result()] + last
+    # The caller's thread and one pool task per other core each take the next item until
+    # none is left: a hand-off costs tens of microseconds, as much as a small device's whole
+    # step, and a thread the machine holds back leaves its items to the others.
+    results: list = [None] * len(items)
+    taken = itertools.count()
+    failed: list[BaseException] = []
 
+    def work() -> None:
+        while not failed and (i := next(taken)) < len(items):
+            try:
+                results[i] = fn(items[i])
+            except BaseException as error:
+                failed.append(error)
+                raise
 
-def _run(fn: Callable[[T], R], run: list[T]) -> list[R]:
-    return [fn(item) for item in run]
+    pending = [_pool(core_count()).submit(work) for _ in range(workers - 1)]
+    try:
+        work()
+    finally:  # every item is taken: a task not started yet has nothing left to do
+        for future in pending:
+            if not future.cancel():
+                future.exception()  # waits; the first failure is raised below
+    if failed:
+        raise failed[0]
+    return results
