@@ -5,7 +5,10 @@ mesh positions (``{position: buffer}``), and collectives go through the Communic
 mesh's processes. Host equations run once per process. Runs of consecutive per-device
 equations run as one task per device on the thread pool (NumPy and BLAS release the GIL),
 inline when the blocks are small; contractions share BLAS threads so that devices do not
-oversubscribe the cores (spmd/runtime/cores.py). Each device's values are dropped after
+oversubscribe the cores (spmd/runtime/cores.py). A contraction with an operand every
+device shares, one whose partial sums only a reduction reads, and a step on buffers every
+device shares run once for all of this process's devices instead
+(spmd/runtime/stacked.py). Each device's values are dropped after
 their last use, inside such runs too, so their memory returns while the program runs.
 Before a program first runs across processes, the processes check that they all run the
 same one.
