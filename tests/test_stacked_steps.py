@@ -82,6 +82,16 @@ CONTRACTIONS = {  # name: (fn, shapes, specs)
         ((40, 64), (64, 24)),
         (P(None, "x"), P("x")),
     ),
+    "to a scalar, summed": (
+        lambda m, x, w: m.einsum("ij,ij->", x, x * 2) + w.sum(),
+        ((64, 24), (24, 40)),
+        (P("x"), P()),
+    ),
+    "batch and rows summed, columns first": (
+        lambda m, x, w: m.einsum("bij,bik->kj", x, x[:, :, :5] * 3),
+        ((16, 6, 8), (24, 40)),
+        (P("x"), P()),
+    ),
     "gradient, summed then scaled": (
         lambda m, x, w: -0.5 * (x.T @ (x @ w)),
         ((64, 24), (24, 40)),

@@ -21,8 +21,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from spmd.core.program import Var
-from spmd.prims.contraction import einsum_p
+from spmd.runtime.cores import core_count
 from spmd.runtime.counting import record
+from spmd.runtime.pool import parallel_map
 from spmd.runtime.stacking import (
     by_cores,
     einsum,
@@ -30,7 +31,6 @@ from spmd.runtime.stacking import (
     frozen,
     insert,
     stack,
-    stackable,
     subscripts_of,
 )
 from spmd.sharding.device_program import Alias, Branch, Collective, Compute, Loop, Reshard
@@ -151,16 +151,28 @@ def contract(step: Compute, values: list, groups: list[list[int]], positions) ->
             return einsum(pair, summed)
 
         nbytes = sum(b.nbytes for m in members for b in m) + out_bytes
-        parts = by_cores(product, len(group), nbytes)
-        total = parts[0]
-        for part in parts[1:]:
-            np.add(total, part, out=total)
+        total = _added(by_cores(product, len(group), nbytes))
         totals.update(dict.fromkeys((positions[i] for i in group), frozen(total)))
     return totals
 
 
-def summable(step: Compute, values: list) -> bool:
-    return step.eqn.primitive is einsum_p and all(stackable(v) for v in values)
+def _added(parts: list[np.ndarray]) -> np.ndarray:
+    """The first of ``parts`` with the others added into it, its pieces on the cores."""
+    total = parts[0]
+    if len(parts) == 1:
+        return total
+    order = next((o for o in "CF" if all(p.flags[f"{o}_CONTIGUOUS"] for p in parts)), None)
+    if order is not None or total.ndim == 0:  # flat views in that order
+        parts = [p.reshape(-1, order=order or "C") for p in parts]
+    size = -(-len(parts[0]) // (4 * core_count()))
+    pieces = [slice(i, i + size) for i in range(0, len(parts[0]), size)]
+
+    def add(rows: slice) -> None:
+        for part in parts[1:]:
+            np.add(parts[0][rows], part[rows], out=parts[0][rows])
+
+    parallel_map(add, pieces, total.nbytes * len(parts))
+    return total
 
 
 def hand_out(run, reshard: Reshard, totals: dict) -> dict:
