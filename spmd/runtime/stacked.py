@@ -36,6 +36,7 @@ from spmd.runtime.stacking import (
     fresh_label,
     frozen,
     insert,
+    same_params,
     stack,
     stackable,
     subscripts_of,
@@ -77,7 +78,7 @@ def plan_for(owner, steps, last_use: dict) -> StackPlan:
 def _plan(steps, last_use: dict) -> StackPlan:
     shared, contractions, chains, links = set(), set(), {}, set()
     for index, step in enumerate(steps):
-        if not isinstance(step, Compute) or not _same_params(step.params):
+        if not isinstance(step, Compute) or not same_params(step.params):
             continue
         if step.eqn.primitive is einsum_p and len(step.inputs) == 2:
             contractions.add(index)
@@ -88,14 +89,6 @@ def _plan(steps, last_use: dict) -> StackPlan:
         if all(not s.pending and not any(s.dims) for s in step.shardings):
             shared.add(index)
     return StackPlan(frozenset(shared), frozenset(contractions), chains, frozenset(links))
-
-
-def _same_params(params: tuple[dict, ...]) -> bool:
-    first = params[0]
-    try:
-        return all(p is first or p == first for p in params)
-    except (TypeError, ValueError):  # parameters that do not compare as one truth value
-        return False
 
 
 class Once:

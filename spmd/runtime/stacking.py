@@ -49,6 +49,15 @@ def stackable(blocks: Any) -> bool:
     )
 
 
+def same_params(params: tuple[dict, ...]) -> bool:
+    """Whether every device's parameters of a step are the same."""
+    first = params[0]
+    try:
+        return all(p is first or p == first for p in params)
+    except (TypeError, ValueError):  # parameters that do not compare as one truth value
+        return False
+
+
 def frozen(value: Any) -> Any:
     """``value``, read-only from now on (several devices share it)."""
     if type(value) is np.ndarray and value.flags.writeable:

@@ -30,6 +30,7 @@ from spmd.runtime.stacking import (
     fresh_label,
     frozen,
     insert,
+    same_params,
     stack,
     subscripts_of,
 )
@@ -69,6 +70,8 @@ def chain_of(index: int, steps, last_use: dict) -> Chain | None:
         if not isinstance(reader, Compute) or len(reader.outputs) != 1:
             return None
         if reader.inputs.count(value) != 1 or reader.shardings[0] != sharding:
+            return None
+        if not same_params(reader.params):
             return None
         links.append(end)
         value, at = reader.outputs[0], end
