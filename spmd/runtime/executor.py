@@ -186,7 +186,7 @@ class _Run:
         with several devices here, all of them NumPy's."""
         if len(self.positions) < 2 or self.mesh.devices.flat[0].library.xp is not np:
             return None
-        return Once(self, plan_for(plan, steps, plan.last_use), plan.calls)
+        return Once(self, plan_for(plan, steps, plan.last_use), plan.calls, plan.last_use)
 
     def block(self, block: Block, values: list[dict], speaker: Speaker) -> list[dict]:
         """Run a loop's or branch's body on ``values`` (per invar, by position)."""

@@ -31,13 +31,13 @@ from spmd.core.program import Var
 from spmd.prims.contraction import einsum_p
 from spmd.runtime.stacking import (
     Blocks,
+    Stacks,
     by_cores,
     einsum,
     fresh_label,
     frozen,
     insert,
     same_params,
-    stack,
     stackable,
     subscripts_of,
     values_of,
@@ -95,14 +95,16 @@ class Once:
     """Runs the steps of one run of a step list that may run once for all devices (see
     the module's docstring); ``calls``: the steps' per-device calls by index."""
 
-    def __init__(self, run, plan: StackPlan, calls: dict) -> None:
+    def __init__(self, run, plan: StackPlan, calls: dict, last_use: dict) -> None:
         self.run, self.plan, self.calls = run, plan, calls
         self.totals = Totals()
+        self.stacks = Stacks(last_use)
 
     def compute(self, index: int, step: Compute, env: dict) -> bool:
         """Run Compute step ``index`` once for all devices if the values allow it (True),
         binding its outputs in ``env``; else leave it to run per device (False)."""
         plan, positions = self.plan, self.run.positions
+        self.stacks.at(index)
         if index in plan.links and self._link(index, step, env):
             return True
         values = [values_of(atom, env, positions) for atom in step.inputs]
@@ -110,7 +112,7 @@ class Once:
         if plan.chains and index in plan.chains and self._chain(step, values, env):
             return True
         if index in plan.contractions and varying.count(True) == 1:
-            return _contracted(step, values, varying.index(True), env, positions)
+            return _contracted(step, values, varying.index(True), env, positions, self.stacks)
         if index in plan.shared and not any(varying):
             _run_once(step, self.calls[index], env, positions, [list(range(len(positions)))])
             return True
@@ -130,7 +132,7 @@ class Once:
         groups = local_groups(self.run, step.shardings[0].pending)
         if groups is None:
             return False
-        env[step.outputs[0]] = contract(step, values, groups, self.run.positions)
+        env[step.outputs[0]] = contract(step, values, groups, self.run.positions, self.stacks)
         self.totals.groups[step.outputs[0]] = groups
         return True
 
@@ -181,7 +183,7 @@ def _run_once(step: Compute, call, env: dict, positions, groups: list[list[int]]
                 env[var].update(dict.fromkeys((positions[i] for i in group), frozen(found[first])))
 
 
-def _contracted(step: Compute, values: list, k: int, env: dict, positions) -> bool:
+def _contracted(step: Compute, values: list, k: int, env: dict, positions, stacks) -> bool:
     """A contraction of one shared operand with the devices' stacked blocks of the other
     (operand ``k``), each device's result a view of the product."""
     blocks, other = values[k], values[1 - k]
@@ -196,7 +198,8 @@ def _contracted(step: Compute, values: list, k: int, env: dict, positions) -> bo
 
     def product(devices: slice, on_caller: bool) -> np.ndarray:
         pair = [other, other]
-        pair[k] = stack(blocks[devices], axis, on_caller)
+        indices = tuple(range(len(blocks))[devices])
+        pair[k] = stacks.get(step.inputs[k], blocks[devices], indices, axis, on_caller)
         return einsum(pair, stacked)
 
     pieces = by_cores(product, len(blocks), sum(b.nbytes for b in blocks) + other.nbytes)

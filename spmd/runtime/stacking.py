@@ -98,6 +98,34 @@ def stack(blocks: list[np.ndarray], axis: int = 0, split: bool = True) -> np.nda
     return stacked
 
 
+class Stacks:
+    """The stacks of a run of a step list's values that a later step reads again, kept until
+    then: a value's blocks do not change while it lives (a step writes into a buffer only
+    where its value dies)."""
+
+    def __init__(self, last_use: dict) -> None:
+        self.last_use = last_use
+        self.kept: dict[tuple, np.ndarray] = {}
+        self.index = -1
+
+    def at(self, index: int) -> None:
+        """Step ``index`` runs now: let go of the stacks no step from here on reads."""
+        self.index = index
+        for key in [k for k in self.kept if self.last_use.get(k[0], -1) < index]:
+            del self.kept[key]
+
+    def get(self, value, blocks: list, devices: tuple, axis: int, split: bool) -> np.ndarray:
+        """``stack(blocks, axis, split)``: ``value``'s blocks on ``devices`` (indices into
+        the run's positions)."""
+        key = (value, devices, axis)
+        found = self.kept.get(key)
+        if found is None:
+            found = stack(blocks, axis, split)
+            if self.last_use.get(value, -1) > self.index:
+                self.kept[key] = found
+        return found
+
+
 def _consecutive(blocks: list[np.ndarray]) -> bool:
     first = blocks[0]
     base, step = first.base, first.nbytes

@@ -31,7 +31,6 @@ from spmd.runtime.stacking import (
     frozen,
     insert,
     same_params,
-    stack,
     subscripts_of,
 )
 from spmd.sharding.device_program import Alias, Branch, Collective, Compute, Loop, Reshard
@@ -133,7 +132,7 @@ def local_groups(run, axes) -> list[list[int]] | None:
     return groups
 
 
-def contract(step: Compute, values: list, groups: list[list[int]], positions) -> dict:
+def contract(step: Compute, values: list, groups: list[list[int]], positions, stacks) -> dict:
     """The einsum ``step`` summed over each group's devices: ``{position: the group's sum}``
     (one array per group, shared read-only by its devices)."""
     subscripts, (x, y), output = subscripts_of(step.params[0])
@@ -149,8 +148,12 @@ def contract(step: Compute, values: list, groups: list[list[int]], positions) ->
     for group in groups:
         members = [[v[i] for i in group] for v in values]
 
-        def product(devices: slice, on_caller: bool, members=members) -> np.ndarray:
-            pair = [stack(m[devices], a, on_caller) for m, a in zip(members, axes, strict=True)]
+        def product(devices: slice, on_caller: bool, members=members, group=group):
+            indices = tuple(group[devices])
+            pair = [
+                stacks.get(var, m[devices], indices, a, on_caller)
+                for var, m, a in zip(step.inputs, members, axes, strict=True)
+            ]
             return einsum(pair, summed)
 
         nbytes = sum(b.nbytes for m in members for b in m) + out_bytes
