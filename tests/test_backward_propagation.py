@@ -18,11 +18,14 @@ def put(x, *spec):
 
 
 def computed(f, *args) -> list:
-    """The spec each per-device step of ``f(*args)`` computes its result in, in order."""
-    lowered = f.lower(*args)
-    return [
-        step.shardings[0].spec for step in lowered.partitioned.steps if isinstance(step, Compute)
-    ]
+    """The spec each per-device equation of ``f(*args)`` computes its result in, in order (a
+    fused step's members each count: they run in the step's blocks)."""
+    specs = []
+    for step in f.lower(*args).partitioned.steps:
+        if isinstance(step, Compute):
+            kernel = step.eqn.params.get("kernel")
+            specs += [step.shardings[0].spec] * (len(kernel.members) if kernel else 1)
+    return specs
 
 
 def host_equations(f, *args) -> list[str]:
