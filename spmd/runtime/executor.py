@@ -145,7 +145,7 @@ class _Run:
                     run_segment(segment, env, positions)  # its inputs' blocks, at hand
                     segment = []
                     if once.compute(index, step, env):
-                        drop(env, plan.last_use, index)
+                        _drop_dying(step, env, plan.last_use, index)
                         continue
                 segment.append((step, plan.calls[index]))
                 continue
@@ -216,6 +216,13 @@ class _Run:
             return {p: on_device(devices[p], value) for p in self.positions}
         blocks = _literal_blocks(value, sharding, self.mesh, self.positions)
         return {p: on_device(devices[p], b) for p, b in blocks.items()}
+
+
+def _drop_dying(step: Compute, env: dict, last_use: dict, index: int) -> None:
+    """Let go of the values that die at step ``index`` (``step``'s own)."""
+    for atom in (*step.inputs, *step.outputs):
+        if isinstance(atom, Var) and last_use.get(atom, -1) <= index:
+            env.pop(atom, None)
 
 
 def _speakers(part: Partitioned, name: str, digest: int) -> dict[int, Speaker]:

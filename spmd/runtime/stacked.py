@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import weakref
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -33,10 +34,12 @@ from spmd.runtime.stacking import (
     Blocks,
     Stacks,
     by_cores,
+    consecutive,
     einsum,
     fresh_label,
     frozen,
     insert,
+    per_core_slices,
     same_params,
     stackable,
     subscripts_of,
@@ -184,8 +187,9 @@ def _run_once(step: Compute, call, env: dict, positions, groups: list[list[int]]
 
 
 def _contracted(step: Compute, values: list, k: int, env: dict, positions, stacks) -> bool:
-    """A contraction of one shared operand with the devices' stacked blocks of the other
-    (operand ``k``), each device's result a view of the product."""
+    """A contraction of one shared operand with the devices' blocks of the other (operand
+    ``k``): stacked, each device's result a view of the product, where the copy costs less
+    than packing the shared operand again for each device's own call (or costs nothing)."""
     blocks, other = values[k], values[1 - k]
     if not stackable(blocks) or type(other) is not np.ndarray:
         return False
@@ -195,13 +199,27 @@ def _contracted(step: Compute, values: list, k: int, env: dict, positions, stack
     operands[k] = insert(operands[k], label, own[0] if own else None)
     axis = operands[k].index(label)
     stacked = f"{','.join(operands)}->{label}{output}"
+    per_call = per_core_slices(len(blocks))[0].stop
+    # A device's own call packs the shared operand again; stacking copies the blocks (cold
+    # in cache: counted twice).
+    alone = (per_call - 1) * other.size <= 2 * per_call * blocks[0].size
+    alone = alone and not (axis == 0 and consecutive(blocks))
 
-    def product(devices: slice, on_caller: bool) -> np.ndarray:
+    def product(devices: slice, on_caller: bool) -> Any:
         pair = [other, other]
+        if alone:
+            return [einsum(_put(pair, k, b), subscripts) for b in blocks[devices]]
         indices = tuple(range(len(blocks))[devices])
         pair[k] = stacks.get(step.inputs[k], blocks[devices], indices, axis, on_caller)
         return einsum(pair, stacked)
 
-    pieces = by_cores(product, len(blocks), sum(b.nbytes for b in blocks) + other.nbytes)
+    nbytes = sum(b.nbytes for b in blocks) + other.nbytes
+    pieces = by_cores(product, len(blocks), nbytes, one_each=alone)
     env[step.outputs[0]] = dict(zip(positions, (b for p in pieces for b in p), strict=True))
     return True
+
+
+def _put(pair: list, k: int, value: Any) -> list:
+    pair = list(pair)
+    pair[k] = value
+    return pair

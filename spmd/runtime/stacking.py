@@ -81,7 +81,7 @@ def stack(blocks: list[np.ndarray], axis: int = 0, split: bool = True) -> np.nda
     pool for much data, unless ``split`` is False: inside a pool task, which never waits on
     the pool)."""
     first = blocks[0]
-    if axis == 0 and len(blocks) > 1 and _consecutive(blocks):
+    if axis == 0 and len(blocks) > 1 and consecutive(blocks):
         shape = (len(blocks), *first.shape)
         return np.lib.stride_tricks.as_strided(
             first, shape, (first.nbytes, *first.strides), writeable=False
@@ -126,7 +126,7 @@ class Stacks:
         return found
 
 
-def _consecutive(blocks: list[np.ndarray]) -> bool:
+def consecutive(blocks: list[np.ndarray]) -> bool:
     first = blocks[0]
     base, step = first.base, first.nbytes
     start = first.__array_interface__["data"][0]
@@ -156,20 +156,28 @@ def einsum(operands: list, subscripts: str) -> np.ndarray:
     return _einsum(*operands, subscripts=subscripts)
 
 
-def by_cores(product: Callable[[slice, bool], Any], devices: int, nbytes: int) -> list:
+def per_core_slices(devices: int) -> list[slice]:
+    """``range(devices)`` in one slice per core (or per device, with more cores)."""
+    size = math.ceil(devices / min(core_count(), devices))
+    return [slice(i, min(i + size, devices)) for i in range(0, devices, size)]
+
+
+def by_cores(
+    product: Callable[[slice, bool], Any], devices: int, nbytes: int, one_each: bool = False
+) -> list:
     """``product(devices, on_caller)`` over slices of ``range(devices)`` that together cover
     it in order (``on_caller``: it runs on the calling thread, not in a pool task, so it may
     use the pool itself). Small work (below the pool's threshold) or one core: one call,
     inline. Where contractions run one at a time (spmd/runtime/cores.py): one call on every
-    core. Else one slice per core, side by side on the pool, each call on one BLAS thread:
-    a few large calls, and no BLAS threads waiting on each other on a busy machine."""
+    core. Else side by side on the pool, each call on one BLAS thread: one slice per core
+    (a few large calls, and no BLAS threads waiting on each other on a busy machine), or
+    with ``one_each`` one device per slice, taken by whichever core is free."""
     cores = core_count()
     if nbytes < INLINE_BYTES or cores == 1:
         return [product(slice(None), True)]
     if contractions_one_at_a_time(devices):
         with blas_threads(cores):
             return [product(slice(None), True)]
-    size = math.ceil(devices / min(cores, devices))
-    slices = [slice(i, min(i + size, devices)) for i in range(0, devices, size)]
+    slices = [slice(i, i + 1) for i in range(devices)] if one_each else per_core_slices(devices)
     with blas_threads(1):
         return parallel_map(lambda devices: product(devices, False), slices, nbytes)

@@ -16,6 +16,7 @@ group's first device and zeros on the others, which sum to the same.
 from __future__ import annotations
 
 import math
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -188,15 +189,27 @@ def hand_out(run, reshard: Reshard, totals: dict) -> dict:
     record(only.kind, only.nbytes)
     if only.kind == "all-reduce":
         return dict(totals)
-    shape = reshard.src.aval.shape
-    src = value_layout(run.mesh, only.src.dims, shape)
-    dst = value_layout(run.mesh, only.dst.dims, shape)
-    devices = run.mesh.devices.flat
-    out = {}
-    for position, total in totals.items():
-        device = devices[position]
-        origin = src.bounds(src.blocks[src.position[device]])
-        bounds = dst.bounds(dst.blocks[dst.position[device]])
-        moved = tuple((a - o, b - o) for (a, b), (o, _) in zip(bounds, origin, strict=True))
-        out[position] = frozen(total[bounds_to_slices(moved)])
-    return out
+    pieces = _pieces(reshard, run.mesh)
+    return {p: frozen(total[pieces[p]]) for p, total in totals.items()}
+
+
+_PIECES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _pieces(reshard: Reshard, mesh) -> dict[int, tuple[slice, ...]]:
+    """Where each mesh position's block of a reduce-scatter lies in its group's sum (the
+    block of the value before it), worked out once per step."""
+    found = _PIECES.get(reshard)
+    if found is None or found[0] is not mesh:
+        (only,) = reshard.steps
+        shape = reshard.src.aval.shape
+        src = value_layout(mesh, only.src.dims, shape)
+        dst = value_layout(mesh, only.dst.dims, shape)
+        pieces = {}
+        for position, device in enumerate(mesh.devices.flat):
+            origin = src.bounds(src.blocks[src.position[device]])
+            bounds = dst.bounds(dst.blocks[dst.position[device]])
+            moved = tuple((a - o, b - o) for (a, b), (o, _) in zip(bounds, origin, strict=True))
+            pieces[position] = bounds_to_slices(moved)
+        found = _PIECES[reshard] = (mesh, pieces)
+    return found[1]
