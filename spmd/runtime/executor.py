@@ -25,7 +25,6 @@ import numpy as np
 
 from spmd.core.interpret import apply
 from spmd.core.program import Literal, Var
-from spmd.runtime.allocator import keep_freed_memory
 from spmd.runtime.array import Array
 from spmd.runtime.buffers import host_view, on_device
 from spmd.runtime.communicator import Communicator, communicator_for
@@ -187,7 +186,6 @@ class _Run:
         with several devices here, all of them NumPy's."""
         if len(self.positions) < 2 or self.mesh.devices.flat[0].library.xp is not np:
             return None
-        keep_freed_memory()  # the same arrays come and go step after step
         return Once(self, plan_for(plan, steps, plan.last_use), plan.calls, plan.last_use)
 
     def block(self, block: Block, values: list[dict], speaker: Speaker) -> list[dict]:
