@@ -231,7 +231,14 @@ def lax_direct(name, shape_of=None, **kwargs):
 
 def conditioned(p=None):
     """cond of unique_singular_values(x): singular values distinct and away from zero."""
-    return lambda m, x: m.linalg.cond(unique_singular_values(m, x), p)
+
+    def fn(m, x):
+        result = m.linalg.cond(unique_singular_values(m, x), p)
+        # NumPy 2.0 gives a complex dtype for a complex matrix's cond with p=±1, ±inf (2.1 and
+        # later give the real one, as JAX and spmd do): the number is real either way
+        return np.real(result).astype(np.finfo(result.dtype).dtype) if m is np else result
+
+    return fn
 
 
 def tensorinv(ind, numpy_reshapes=True):
