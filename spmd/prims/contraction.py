@@ -137,9 +137,7 @@ def _plan(subscripts: str, shape_x: tuple[int, ...], shape_y: tuple[int, ...]) -
     )
 
 
-def _einsum_impl(xp, *arrays, subscripts: str, empty=None):
-    """``empty(shape, dtype)``, on NumPy: where a two-operand contraction's product goes
-    (spmd/runtime/recycled.py); it is the result, or its transpose."""
+def _einsum_impl(xp, *arrays, subscripts: str):
     # NumPy casts every operand to the result dtype before it multiplies and sums: a bool
     # operand summed on its own would otherwise be reduced with ``or`` (True + True is True).
     numpy = xp is np
@@ -168,11 +166,7 @@ def _einsum_impl(xp, *arrays, subscripts: str, empty=None):
         x = xp.reshape(x, plan.grouped_x)
     if plan.grouped_y is not None:
         y = xp.reshape(y, plan.grouped_y)
-    if numpy and empty is not None:
-        shape = (*np.broadcast_shapes(x.shape[:-2], y.shape[:-2]), x.shape[-2], y.shape[-1])
-        product = np.matmul(x, y, out=empty(shape, dtype))
-    else:
-        product = np.matmul(x, y) if numpy else namespace.matmul(xp, x, y)
+    product = np.matmul(x, y) if numpy else namespace.matmul(xp, x, y)
     if plan.product is not None:
         product = xp.reshape(product, plan.product)
     return product if plan.order_out is None else transpose(product, plan.order_out)

@@ -19,7 +19,6 @@ import numpy as np
 
 from spmd.core.program import Literal, Var
 from spmd.prims.contraction import LETTERS, einsum_p, parse
-from spmd.runtime import recycled
 from spmd.runtime.cores import blas_threads, contractions_one_at_a_time, core_count, observed
 from spmd.runtime.pool import INLINE_BYTES, parallel_map
 
@@ -88,7 +87,7 @@ def stack(blocks: list[np.ndarray], axis: int = 0, split: bool = True) -> np.nda
             first, shape, (first.nbytes, *first.strides), writeable=False
         )
     shape = (*first.shape[:axis], len(blocks), *first.shape[axis:])
-    stacked = recycled.empty(shape, first.dtype)
+    stacked = np.empty(shape, first.dtype)
     target = np.moveaxis(stacked, axis, 0)
     nbytes = first.nbytes * len(blocks)
     if nbytes < INLINE_BYTES or not split:
@@ -153,9 +152,8 @@ _einsum = observed(functools.partial(einsum_p.rules.impl, np))
 
 
 def einsum(operands: list, subscripts: str) -> np.ndarray:
-    """The einsum primitive on NumPy operands (a BLAS call the cores module watches), its
-    product in recycled memory."""
-    return _einsum(*operands, subscripts=subscripts, empty=recycled.empty)
+    """The einsum primitive on NumPy operands (a BLAS call the cores module watches)."""
+    return _einsum(*operands, subscripts=subscripts)
 
 
 def per_core_slices(devices: int) -> list[slice]:
