@@ -105,14 +105,18 @@ def test_blas_calls_never_oversubscribe_the_cores(simulated_cores, name, devices
     assert schedules == expected
 
 
-def test_small_contractions_run_inline_with_every_core(simulated_cores):
+def test_small_contractions_run_inline_on_one_thread(simulated_cores):
+    """A small product for all devices at once runs on the calling thread, on one BLAS
+    thread: BLAS threads that split a small product wait for each other, spinning, and
+    on a busy machine they spin through each other's time (the MNIST step took 85 ms of
+    CPU instead of 32)."""
     simulated_cores(16)
     mesh = spmd.make_mesh((8,), ("x",))
     x = spmd.device_put(np.ones((16, 8)), NamedSharding(mesh, P("x", None)))
     events = []
     with cores.watch_blas(lambda *event: events.append(event)):
         spmd.jit(lambda v: v @ v.T)(x).block_until_ready()
-    assert set(_replay(events, 16)) == {16}
+    assert set(_replay(events, 16)) == {1}
 
 
 def test_processes_on_one_host_share_its_cores(monkeypatch):

@@ -173,8 +173,11 @@ def by_cores(
     (a few large calls, and no BLAS threads waiting on each other on a busy machine), or
     with ``one_each`` one device per slice, taken by whichever core is free."""
     cores = core_count()
-    if nbytes < INLINE_BYTES or cores == 1:
+    if cores == 1:
         return [product(slice(None), True)]
+    if nbytes < INLINE_BYTES:  # too small to share out: one thread, none left spinning
+        with blas_threads(1):
+            return [product(slice(None), True)]
     if contractions_one_at_a_time(devices):
         with blas_threads(cores):
             return [product(slice(None), True)]
