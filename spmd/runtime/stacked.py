@@ -11,7 +11,9 @@ and runs one when the values at hand allow it, on NumPy devices:
 - **A contraction with a shared operand** (``x_d @ w``, one ``w``): the other operand's
   blocks are stacked along a new label (spmd/runtime/stacking.py) and contracted in one
   BLAS call per core, each device's result a view of the product. Each BLAS call packs
-  ``w`` again, which for a small block costs more than the product itself.
+  ``w`` again, which for a small block costs more than the product itself; where the
+  copy of the blocks would cost more than packing ``w`` for each, each device's product
+  is its own call, the devices taken in turn by whichever core is free.
 - **A contraction whose partial sums only a reduction reads** (a weight gradient, summed
   by an all-reduce or a reduce-scatter): one sum over the stacked blocks, and the
   reduction hands out its blocks (spmd/runtime/summed.py).
