@@ -139,6 +139,15 @@ def device_of(x):
     return None if is_scalar(x) else x.device
 
 
+def host_view(x) -> np.ndarray:
+    """A host array's memory as a NumPy array, without a copy: by DLPack, or by the array
+    interface where DLPack refuses (NumPy 2.0 cannot export a read-only array)."""
+    try:
+        return np.from_dlpack(x)
+    except BufferError:
+        return np.asarray(x)
+
+
 def asarray(xp, x, dtype=None, device=None):
     """``x`` (an array of ``xp`` or a Python scalar) as an array of ``xp``, of NumPy dtype
     ``dtype`` if given (a Python int becomes int64, a float float64, as NumPy's); a scalar

@@ -66,7 +66,7 @@ def _call(module, name: str, x, order):
 
 def _on_host(xp, name: str, x, dtype: np.dtype, order):
     """A namespace without the function: through NumPy and scipy.special, on the host."""
-    host = np.from_dlpack(x)
+    host = namespace.host_view(x)
     result = np.asarray(_call(scipy.special, name, host, order)).astype(dtype, copy=False)
     return xp.asarray(result, device=x.device)
 
