@@ -46,6 +46,12 @@ def _backend_name(name: str, value: Any) -> str:
     return value.strip().lower()
 
 
+def _fusion_engine(name: str, value: Any) -> str:
+    if not isinstance(value, str) or value.strip().lower() not in ("numba", "numpy"):
+        raise ConfigError(f"{name} must be 'numba' or 'numpy', got {value!r}.")
+    return value.strip().lower()
+
+
 def _boolean(name: str, value: Any) -> bool:
     if isinstance(value, str):
         text = value.strip().lower()
@@ -91,6 +97,8 @@ _OPTIONS = {
     "jax_enable_x64": _Option(True, "SPMD_ENABLE_X64", _boolean, other_envs=("JAX_ENABLE_X64",)),
     # jit runs runs of elementwise steps as one fused kernel per device (spmd/core/fused.py)
     "fusion": _Option(True, "SPMD_FUSION", _boolean),
+    # which engine runs a large fused kernel: numba's compiled loop (when installed) or NumPy's
+    "fusion_engine": _Option("numba", "SPMD_FUSION_ENGINE", _fusion_engine),
     # JAX flags that JAX code sets, for behaviour spmd always has
     "jax_threefry_partitionable": _Option(
         True,

@@ -56,6 +56,8 @@ def _apply(m, name: str, args: list, param=None):
         return m.where(*args)
     if name == "log1p":
         return m.log1p(m.abs(args[0]))
+    if name == "sigmoid":  # spmd.nn's logistic; NumPy's numbers by JAX's formula
+        return 1 / (1 + np.exp(-args[0])) if m is np else spmd.nn.sigmoid(args[0])
     return getattr(m, name)(*args)
 
 

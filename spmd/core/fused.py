@@ -8,10 +8,11 @@ writing into a chunk-sized buffer that stays in the core's cache, and a value th
 gives back is written straight into its array. The engine is NumPy itself: every element
 goes through the same ufunc loop, with the same operand dtypes and Python scalars, as in the
 unfused equation, so integer arithmetic, NaN propagation and dtype promotion are NumPy's
-(only which SIMD lane computes an element may differ, for transcendental functions). NumPy's
-vectorized sin, exp and tanh ran 5 to 20 times faster than numexpr's and numba's on the
-machines measured (docs/ARCHITECTURE.md). ``where`` on operands of the result's dtype
-selects bits with integer operations, as NumPy's own ``where`` branches on every element.
+(only which SIMD lane computes an element may differ, for transcendental functions).
+``where`` on operands of the result's dtype selects bits with integer operations, as
+NumPy's own ``where`` branches on every element. A result of at least ``COMPILE_ELEMENTS``
+runs instead as one compiled loop where numba is installed and every member compiles
+(spmd/core/fused_compiled.py).
 
 ``fused_elementwise`` is the primitive whose equation runs a kernel: the executor's
 Compute steps, last-use and buffer-reuse plans run it as any other equation.
@@ -25,7 +26,9 @@ from typing import Any
 
 import numpy as np
 
+from spmd.config import config
 from spmd.core.fused_code import IMPL_WITH_OUT, REDUCTIONS, KernelCode, Member
+from spmd.core.fused_compiled import COMPILE_ELEMENTS, compiled_code
 from spmd.core.primitive import Primitive, Rules
 from spmd.core.program import Equation, Literal, Var
 
@@ -124,6 +127,7 @@ class Kernel:
         itemsizes = [a.aval.dtype.itemsize for a in (*inputs, *(m.output for m in members))]
         self.chunk_elements = max(1, CHUNK_BYTES // max(itemsizes))
         self._code = KernelCode(self.members, self.inputs, self.outputs, repr(self))
+        self._compiled = None if self.reduction else compiled_code(members, inputs, outputs)
         self._layouts: dict = {}
 
     @property
@@ -144,6 +148,10 @@ class Kernel:
         shape, chunks, inner = layout
         if chunks is None:  # one chunk or none: the members on the whole operands
             return self._code.whole(*operands)
+        if self._compiled is not None and self._compiles(shape):
+            results = self._compiled(operands, shape, out)
+            if results is not None:
+                return results
         results = [
             out
             if k == 0 and out is not None
@@ -154,6 +162,10 @@ class Kernel:
         split = self.ndim - 1 - len(inner)
         self._code.run(chunks, wrapped, results, self._code.views(chunks, inner), split)
         return tuple(results)
+
+    @staticmethod
+    def _compiles(shape: tuple) -> bool:
+        return config.fusion_engine == "numba" and int(np.prod(shape)) >= COMPILE_ELEMENTS
 
     def _shape_of(self, var: Var, shape: tuple) -> tuple:
         """The block shape of result ``var`` when the kernel runs over ``shape``."""
