@@ -46,6 +46,14 @@ def _backend_name(name: str, value: Any) -> str:
     return value.strip().lower()
 
 
+def _bytes(name: str, value: Any) -> int:
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value.strip())
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
+        raise ConfigError(f"{name} must be a number of bytes (0 or more), got {value!r}.")
+    return int(value)
+
+
 def _fusion_engine(name: str, value: Any) -> str:
     if not isinstance(value, str) or value.strip().lower() not in ("numba", "numpy"):
         raise ConfigError(f"{name} must be 'numba' or 'numpy', got {value!r}.")
@@ -97,6 +105,8 @@ _OPTIONS = {
     "jax_enable_x64": _Option(True, "SPMD_ENABLE_X64", _boolean, other_envs=("JAX_ENABLE_X64",)),
     # jit runs runs of elementwise steps as one fused kernel per device (spmd/core/fused.py)
     "fusion": _Option(True, "SPMD_FUSION", _boolean),
+    # bytes of freed large kernel results kept to be written again (spmd/core/buffer_pool.py)
+    "kept_memory": _Option(256 << 20, "SPMD_KEPT_MEMORY", _bytes),
     # which engine runs a large fused kernel: numba's compiled loop (when installed) or NumPy's
     "fusion_engine": _Option("numba", "SPMD_FUSION_ENGINE", _fusion_engine),
     # JAX flags that JAX code sets, for behaviour spmd always has

@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from spmd.backends.base import Backend
+from spmd.core.buffer_pool import POOL
 
 
 class NumpyBackend(Backend):
@@ -27,7 +28,8 @@ class NumpyBackend(Backend):
 
     def freeze(self, buffer: np.ndarray) -> np.ndarray:
         if buffer.flags.writeable:
-            if not buffer.flags.owndata and buffer.base is not None:
+            base = buffer.base
+            if not buffer.flags.owndata and base is not None and not POOL.owns(base):
                 buffer = buffer.copy()  # a view of something someone else may write to
             buffer.flags.writeable = False
         return buffer

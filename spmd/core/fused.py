@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from spmd.config import config
+from spmd.core.buffer_pool import POOL
 from spmd.core.fused_code import IMPL_WITH_OUT, REDUCTIONS, KernelCode, Member
 from spmd.core.fused_compiled import COMPILE_ELEMENTS, compiled_code
 from spmd.core.primitive import Primitive, Rules
@@ -155,7 +156,7 @@ class Kernel:
         results = [
             out
             if k == 0 and out is not None
-            else np.empty(self._shape_of(var, shape), var.aval.dtype)
+            else POOL.empty(self._shape_of(var, shape), var.aval.dtype)
             for k, var in enumerate(self.outputs)
         ]
         wrapped = [v if np.ndim(v) and isinstance(v, np.ndarray) else _Same(v) for v in operands]

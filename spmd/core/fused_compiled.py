@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from spmd.core.buffer_pool import POOL
 from spmd.core.fused_code import Member
 from spmd.core.program import Literal, Var
 
@@ -124,7 +125,9 @@ class CompiledCode:
         if layout is None:
             return None
         kinds, flats, inner = layout
-        if out is not None and any(np.may_share_memory(out, flat) for flat in flats):
+        if out is not None and (
+            not out.flags.writeable or any(np.may_share_memory(out, flat) for flat in flats)
+        ):
             out = None  # LLVM's loop would check the overlap and run element by element
         results = []
         for k, var in enumerate(self.outputs):
@@ -133,7 +136,7 @@ class CompiledCode:
                     return None
                 results.append(out)
             else:
-                results.append(np.empty(shape, var.aval.dtype))
+                results.append(POOL.empty(shape, var.aval.dtype))
         loop = self._loops.get(kinds)
         if loop is None:
             loop = self._loops[kinds] = _compile(self.source(kinds), tuple(self.constants.items()))

@@ -1,0 +1,83 @@
+"""Large result buffers taken again once nothing holds them (fused kernels' results).
+
+A fresh large NumPy array is memory the C allocator maps anew, and the kernel faults in
+and zeroes every page of it before writing a byte: a third of an elementwise kernel's time,
+and page faults in one thread stall the others of the process. The pool hands out arrays
+as views of blocks it owns. Every view of such an array, and every buffer or DLPack export,
+refers to the block, so a block whose only reference is the pool's is free: ``empty``
+gives it out again. Blocks of at least ``MIN_BYTES`` are pooled, and the free ones beyond
+``config.kept_memory`` bytes (256 MiB by default; 0 turns the pool off) are let go, the
+least recently used first.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections import OrderedDict
+
+import numpy as np
+
+from spmd.config import config
+
+MIN_BYTES = 1 << 20
+
+
+def _refcounts(blocks: OrderedDict) -> dict[int, int]:
+    return {key: sys.getrefcount(block) for key, block in blocks.items()}
+
+
+# A free block's count, measured as the pool measures (it differs across Python versions)
+_FREE = _refcounts(OrderedDict({0: np.empty(1)}))[0]
+
+
+class BufferPool:
+    def __init__(self) -> None:
+        self._blocks: OrderedDict[int, np.ndarray] = OrderedDict()  # id → block, oldest first
+        self._lock = threading.Lock()
+
+    def empty(self, shape: tuple, dtype: np.dtype) -> np.ndarray:
+        """An uninitialized C-contiguous array, of a free block where one fits exactly."""
+        dtype = np.dtype(dtype)
+        nbytes = int(np.prod(shape)) * dtype.itemsize
+        kept = config.kept_memory
+        if nbytes < MIN_BYTES or nbytes > kept:
+            return np.empty(shape, dtype)
+        with self._lock:
+            block = self._take(nbytes)
+            if block is None:
+                self._let_go(kept - nbytes)
+                block = np.empty(nbytes, np.uint8)
+            self._blocks[id(block)] = block
+            self._blocks.move_to_end(id(block))
+            return block.view(dtype).reshape(shape)
+
+    def _free(self) -> list[int]:
+        """The keys of the blocks nothing but the pool refers to, oldest first."""
+        return [key for key, count in _refcounts(self._blocks).items() if count == _FREE]
+
+    def _take(self, nbytes: int) -> np.ndarray | None:
+        fits = (self._blocks[k] for k in self._free() if self._blocks[k].nbytes == nbytes)
+        return next(fits, None)
+
+    def _let_go(self, room: int) -> None:
+        """Drop free blocks, oldest first, until the free ones fit in ``room`` bytes."""
+        free = self._free()
+        held = sum(self._blocks[k].nbytes for k in free)
+        for key in free:
+            if held <= room:
+                break
+            held -= self._blocks.pop(key).nbytes
+
+    def owns(self, block: object) -> bool:
+        """Whether ``block`` (an array's base) is one of the pool's blocks: only the pool
+        writes to it, once no array refers to it."""
+        return self._blocks.get(id(block)) is block
+
+    @property
+    def held_bytes(self) -> int:
+        """Bytes of the blocks the pool tracks, free or in use."""
+        return sum(block.nbytes for block in self._blocks.values())
+
+
+POOL = BufferPool()
