@@ -5,9 +5,11 @@ and zeroes every page of it before writing a byte: a third of an elementwise ker
 and page faults in one thread stall the others of the process. The pool hands out arrays
 as views of blocks it owns. Every view of such an array, and every buffer or DLPack export,
 refers to the block, so a block whose only reference is the pool's is free: ``empty``
-gives it out again. Blocks of at least ``MIN_BYTES`` are pooled, and the free ones beyond
-``config.kept_memory`` bytes (256 MiB by default; 0 turns the pool off) are let go, the
-least recently used first.
+gives it out again. Blocks of at least ``MIN_BYTES`` are pooled, all of them together
+(free or in use) at most ``config.kept_memory`` bytes (256 MiB by default; 0 turns the pool
+off): to make room, free blocks are let go, the least recently used first, and past that
+an array is allocated as NumPy allocates it. So the pool never keeps more than that much
+memory that nothing else uses.
 """
 
 from __future__ import annotations
@@ -47,8 +49,10 @@ class BufferPool:
             block = self._take(nbytes)
             if block is None:
                 self._let_go(kept - nbytes)
+                if self.held_bytes + nbytes > kept:
+                    return np.empty(shape, dtype)
                 block = np.empty(nbytes, np.uint8)
-            self._blocks[id(block)] = block
+                self._blocks[id(block)] = block
             self._blocks.move_to_end(id(block))
             return block.view(dtype).reshape(shape)
 
@@ -61,10 +65,9 @@ class BufferPool:
         return next(fits, None)
 
     def _let_go(self, room: int) -> None:
-        """Drop free blocks, oldest first, until the free ones fit in ``room`` bytes."""
-        free = self._free()
-        held = sum(self._blocks[k].nbytes for k in free)
-        for key in free:
+        """Drop free blocks, oldest first, until all the blocks fit in ``room`` bytes."""
+        held = self.held_bytes
+        for key in self._free():
             if held <= room:
                 break
             held -= self._blocks.pop(key).nbytes
