@@ -8,6 +8,8 @@ infinities, signed zeros, overflow and subnormal results are NumPy's. Kernels th
 loop does not compute as NumPy does stay on NumPy's loop and give NumPy's numbers.
 """
 
+import sys
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -260,3 +262,33 @@ def test_the_numpy_engine_option_keeps_every_kernel_on_numpys_loop(compile_every
     assert compile_everything == []
     with pytest.raises(ConfigError, match="'numba' or 'numpy'"):
         spmd.config.update("fusion_engine", "numexpr")
+
+
+def test_a_numba_that_fails_to_import_leaves_numpys_loop(monkeypatch, compile_everything):
+    monkeypatch.setitem(sys.modules, "numba", None)  # import numba raises ImportError
+    monkeypatch.setattr(fused_compiled, "_COMPILED", {})
+    fused_compiled._warn.cache_clear()
+    x = np.linspace(-3, 3, 120, dtype=np.float32).reshape(10, 12)
+    with pytest.warns(RuntimeWarning, match="numba does not import"):
+        got = spmd.jit(lambda v: v * 3 + 2)(x)
+    _same(np.asarray(got), x * 3 + 2)
+    assert compile_everything == []
+
+
+def test_a_kernel_that_does_not_compile_runs_on_numpys_loop_and_says_so(
+    monkeypatch, compile_everything
+):
+    class Refused(Exception):
+        pass
+
+    def refuse(*args):
+        raise Refused
+
+    monkeypatch.setattr(fused_compiled, "_compile", lambda source, constants: refuse)
+    monkeypatch.setattr(fused_compiled, "_NUMBA_ERRORS", (Refused,))
+    fused_compiled._warn.cache_clear()
+    x = np.linspace(-3, 3, 120, dtype=np.float32).reshape(10, 12)
+    with pytest.warns(RuntimeWarning, match="did not compile"):
+        got = spmd.jit(lambda v: v * 5 - 1)(x)
+    _same(np.asarray(got), x * 5 - 1)
+    assert compile_everything == []

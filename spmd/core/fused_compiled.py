@@ -20,6 +20,7 @@ from __future__ import annotations
 import functools
 import importlib.util
 import threading
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -137,11 +138,17 @@ class CompiledCode:
                 results.append(out)
             else:
                 results.append(POOL.empty(shape, var.aval.dtype))
-        loop = self._loops.get(kinds)
+        if kinds not in self._loops:
+            self._loops[kinds] = _compile(self.source(kinds), tuple(self.constants.items()))
+        loop = self._loops[kinds]
         if loop is None:
-            loop = self._loops[kinds] = _compile(self.source(kinds), tuple(self.constants.items()))
-        outer = int(np.prod(shape)) // inner
-        loop(outer, inner, *flats, *(r.reshape(-1) for r in results))
+            return None
+        try:
+            loop(int(np.prod(shape)) // inner, inner, *flats, *(r.reshape(-1) for r in results))
+        except _NUMBA_ERRORS as error:  # raised while compiling, before the loop writes
+            self._loops[kinds] = None
+            _warn(f"a fused kernel did not compile ({type(error).__name__})")
+            return None
         return tuple(results)
 
 
@@ -219,19 +226,35 @@ def _layout(operands: Sequence, inputs: Sequence[Var], shape: tuple):
 
 _COMPILED: dict[tuple, Any] = {}  # (source, constants) → numba's dispatcher, across kernels
 _COMPILING = threading.Lock()  # the devices' threads meet a new kernel at once: one compiles
+_NUMBA_ERRORS: tuple = ()  # numba's compile errors, once numba is imported
 
 
 def _compile(source: str, constants: tuple):
+    """numba's dispatcher for ``source`` (it compiles at its first call), or None where
+    numba fails to import."""
+    global _NUMBA_ERRORS
     key = (source, tuple((name, value.dtype.str, value.tobytes()) for name, value in constants))
     with _COMPILING:
-        loop = _COMPILED.get(key)
-        if loop is None:
-            import numba
+        if key not in _COMPILED:
+            try:
+                import numba
 
-            from spmd.core import vector_math
-
+                from spmd.core import vector_math
+            except ImportError as error:
+                _warn(f"numba does not import ({error})")
+                return None
+            _NUMBA_ERRORS = (numba.core.errors.NumbaError,)
             scope = {"np": np, **vars(vector_math), **dict(constants)}
             exec(compile(source, "<spmd compiled kernel>", "exec"), scope)
-            loop = numba.njit(error_model="numpy", nogil=True)(scope["kernel"])
-            _COMPILED[key] = loop
-    return loop
+            _COMPILED[key] = numba.njit(error_model="numpy", nogil=True)(scope["kernel"])
+    return _COMPILED[key]
+
+
+@functools.cache
+def _warn(reason: str) -> None:
+    warnings.warn(
+        f"spmd: {reason}; fused kernels run on NumPy's loop instead (the same numbers, "
+        f"slower). SPMD_FUSION_ENGINE=numpy silences this.",
+        RuntimeWarning,
+        stacklevel=2,
+    )
