@@ -6,8 +6,8 @@ Run: ``python benchmarks/memory.py`` (Linux). Each chain applies one step 20 tim
 P('x', 'y') over a 2 x 4 mesh. Each
 number is the peak resident memory above what the process held before the call (the
 input included), in MiB, measured in a fresh process after a warm-up call; glibc is told
-to return freed blocks of 64 KiB and more to the system at once, so that memory freed by
-one call is not reused silently by the next.
+to return freed blocks of 64 KiB and more to the system at once, and spmd's buffer pool is
+off, so that memory freed by one call is not reused silently by the next.
 """
 
 from __future__ import annotations
@@ -84,7 +84,13 @@ def main() -> None:
     if len(sys.argv) == 3:
         print(measure_one(sys.argv[1], sys.argv[2]))
         return
-    env = os.environ | {"MALLOC_MMAP_THRESHOLD_": "65536", "SPMD_NUM_CPU_DEVICES": "8"}
+    # no buffer pool either (spmd/core/buffer_pool.py): the warm-up's freed results would
+    # hold the measured call's, as they do in a loop (the pool holds at most kept_memory)
+    env = os.environ | {
+        "MALLOC_MMAP_THRESHOLD_": "65536",
+        "SPMD_NUM_CPU_DEVICES": "8",
+        "SPMD_KEPT_MEMORY": "0",
+    }
     print("peak MiB above the start, on 64 MiB")
     print(f"{'':24}" + "".join(f"{kind:>12}" for kind in KINDS) + f"{'jit/NumPy':>11}")
     for name in CHAINS:
