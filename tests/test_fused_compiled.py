@@ -29,8 +29,9 @@ from tests.test_fusion import (
     _broadcast_shape,
     _run,
     _same,
-    _values,
     chains,
+    check_exact_chain,
+    fused_and_unfused,
 )
 
 COMPILED_OPS = {
@@ -63,35 +64,11 @@ def compile_everything(monkeypatch):
     return calls
 
 
-def _jit_twice(steps, m, xs, y):
-    """The chain fused (compiled where it compiles) and unfused."""
-    got = spmd.jit(lambda v, w: _run(m, steps, v, w))(xs, y)
-    spmd.config.update("fusion", False)
-    try:
-        unfused = spmd.jit(lambda v, w: _run(m, steps, v, w))(xs, y)
-    finally:
-        spmd.config.update("fusion", True)
-    return got, unfused
-
-
 @pytest.mark.filterwarnings("ignore:invalid value encountered")
 @EXAMPLES
 @given(st.data())
 def test_exact_chains_equal_numpy_and_unfused(data):
-    x_dtype, y_dtype, steps = data.draw(chains(COMPILED_OPS, [np.float32, np.float64, np.bool_]))
-    shape = data.draw(st.sampled_from(SHAPES))
-    mesh = data.draw(meshes())
-    spec = data.draw(specs(mesh, len(shape)))
-    seed = data.draw(st.integers(0, 2**16))
-    x = _values(x_dtype, shape, seed)
-    y = _values(y_dtype, _broadcast_shape(data.draw, shape), seed + 1)
-    with np.errstate(all="ignore"):
-        want = _run(np, steps, x, y)
-    xs = spmd.device_put(x, NamedSharding(mesh, spec))
-    got, unfused = _jit_twice(steps, snp, xs, y)
-    for g, w, u in zip(got, want, unfused, strict=True):
-        _same(g, w)
-        assert np.asarray(g).tobytes() == np.asarray(u).tobytes()
+    check_exact_chain(data, COMPILED_OPS, [np.float32, np.float64, np.bool_])
 
 
 @EXAMPLES
@@ -107,7 +84,7 @@ def test_float32_transcendental_chains_near_numpy(data):
     with np.errstate(all="ignore"):
         want = _run(np, steps, x, y)
     xs = spmd.device_put(x, NamedSharding(mesh, spec))
-    got, _ = _jit_twice(steps, snp, xs, y)
+    got, _ = fused_and_unfused(steps, xs, y)
     eps = float(np.finfo(np.float32).eps)
     for g, w in zip(got, want, strict=True):
         g = np.asarray(g)

@@ -172,11 +172,10 @@ def fusion_off():
     spmd.config.update("fusion", True)
 
 
-@pytest.mark.filterwarnings("ignore:Casting complex values to real")
-@EXAMPLES
-@given(st.data())
-def test_exact_chains_equal_numpy_and_unfused(data):
-    x_dtype, y_dtype, steps = data.draw(chains(EXACT_OPS, DTYPES))
+def check_exact_chain(data, ops: dict, dtypes: list) -> None:
+    """A drawn chain of ``ops`` over ``dtypes``, mesh and spec gives NumPy's numbers under
+    jit, and the unfused program's bytes."""
+    x_dtype, y_dtype, steps = data.draw(chains(ops, dtypes))
     shape = data.draw(st.sampled_from(SHAPES))
     mesh = data.draw(meshes())
     spec = data.draw(specs(mesh, len(shape)))
@@ -186,16 +185,28 @@ def test_exact_chains_equal_numpy_and_unfused(data):
     with np.errstate(all="ignore"):
         want = _run(np, steps, x, y)
     xs = spmd.device_put(x, NamedSharding(mesh, spec))
-    got = spmd.jit(lambda v, w: _run(snp, steps, v, w))(xs, y)
-    for g, w in zip(got, want, strict=True):
+    got, unfused = fused_and_unfused(steps, xs, y)
+    for g, w, u in zip(got, want, unfused, strict=True):
         _same(g, w)
+        assert np.asarray(g).tobytes() == np.asarray(u).tobytes()
+
+
+def fused_and_unfused(steps, xs, y) -> tuple:
+    """The chain under jit, fused and with fusion off."""
+    got = spmd.jit(lambda v, w: _run(snp, steps, v, w))(xs, y)
     spmd.config.update("fusion", False)
     try:
         unfused = spmd.jit(lambda v, w: _run(snp, steps, v, w))(xs, y)
     finally:
         spmd.config.update("fusion", True)
-    for g, u in zip(got, unfused, strict=True):
-        assert np.asarray(g).tobytes() == np.asarray(u).tobytes()
+    return got, unfused
+
+
+@pytest.mark.filterwarnings("ignore:Casting complex values to real")
+@EXAMPLES
+@given(st.data())
+def test_exact_chains_equal_numpy_and_unfused(data):
+    check_exact_chain(data, EXACT_OPS, DTYPES)
 
 
 def _within_ulps(got, want, ulps: int) -> None:
@@ -222,12 +233,7 @@ def test_transcendental_chains_within_a_few_ulps_of_unfused_and_near_numpy(data)
     with np.errstate(all="ignore"):
         want = _run(np, steps, x, y)
     xs = spmd.device_put(x, NamedSharding(mesh, spec))
-    got = spmd.jit(lambda v, w: _run(snp, steps, v, w))(xs, y)
-    spmd.config.update("fusion", False)
-    try:
-        unfused = spmd.jit(lambda v, w: _run(snp, steps, v, w))(xs, y)
-    finally:
-        spmd.config.update("fusion", True)
+    got, unfused = fused_and_unfused(steps, xs, y)
     eps = float(np.finfo(dtype).eps)
     for g, u, w in zip(got, unfused, want, strict=True):
         g, u = np.asarray(g), np.asarray(u)
