@@ -3,7 +3,7 @@
 The generated chains of tests/test_fusion.py run with every kernel result large enough to
 compile: exact chains give NumPy's numbers and the unfused program's bit for bit; chains
 with float32 exp, tanh and logistic stay within what their conditioning allows of NumPy's.
-The float32 functions are within 1 ulp of the exact result (2 for logistic), and NaN, the
+The float32 exp is within 1 ulp of the exact result, tanh and logistic within 2; NaN, the
 infinities, signed zeros, overflow and subnormal results are NumPy's. Kernels the compiled
 loop does not compute as NumPy does stay on NumPy's loop and give NumPy's numbers.
 """
@@ -190,6 +190,8 @@ def _sampled_float32(seed: int) -> np.ndarray:
         rng.uniform(-110, 100, 1 << 16).astype(np.float32),
         rng.standard_normal(1 << 16).astype(np.float32) * np.float32(1e-3),
         rng.uniform(-1, 1, 1 << 16).astype(np.float32),
+        rng.uniform(-10, 10, 1 << 20).astype(np.float32),
+        np.array([1.2095517, 1.5489299], np.float32),  # tanh's worst found: 2 ulps
     ])  # fmt: skip
 
 
@@ -197,7 +199,7 @@ def _sampled_float32(seed: int) -> np.ndarray:
     ("name", "exact", "ulps"),
     [
         ("exp32", np.exp, 1),
-        ("tanh32", np.tanh, 1),
+        ("tanh32", np.tanh, 2),  # (1 - e) / (1 + e) rounds three times: 2 ulps at 1.2096
         # exp(-x) overflows float32 beyond 88.72: 1 / inf, as NumPy's and JAX's formula gives
         ("logistic32", lambda x: np.where(-x > 88.72284, 0, 1 / (1 + np.exp(-x))), 2),
     ],

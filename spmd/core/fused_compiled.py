@@ -8,8 +8,8 @@ a ``where`` costs five; here the whole kernel is one pass, vectorized by LLVM. A
 compiles when its result is computed exactly as NumPy's loop computes it: arithmetic,
 comparisons and selections on float32, float64 and bool values of one dtype (each IEEE
 operation rounds the same in any order of elements; no fused multiply-add is allowed), and
-the float32 ``exp``, ``tanh`` and ``logistic`` of spmd/core/vector_math.py, within 1 ulp of
-the exact result where NumPy's are within 2. Any other member, a final reduction, a weakly
+the float32 ``exp``, ``tanh`` and ``logistic`` of spmd/core/vector_math.py, within 1 or 2 ulps of
+the exact result, as NumPy's are. Any other member, a final reduction, a weakly
 typed operand or a broadcast other than of a scalar or of trailing rows keeps the kernel on
 NumPy's loop. Compiling takes about a second per kernel, so only results of at least
 ``COMPILE_ELEMENTS`` elements use it.
