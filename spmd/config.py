@@ -105,7 +105,7 @@ _OPTIONS = {
     "jax_enable_x64": _Option(True, "SPMD_ENABLE_X64", _boolean, other_envs=("JAX_ENABLE_X64",)),
     # jit runs runs of elementwise steps as one fused kernel per device (spmd/core/fused.py)
     "fusion": _Option(True, "SPMD_FUSION", _boolean),
-    # bytes of freed large kernel results kept to be written again (spmd/core/buffer_pool.py)
+    # the most bytes of large kernel results the buffer pool holds to hand out again (0: off)
     "kept_memory": _Option(256 << 20, "SPMD_KEPT_MEMORY", _bytes),
     # which engine runs a large fused kernel: numba's compiled loop (when installed) or NumPy's
     "fusion_engine": _Option("numba", "SPMD_FUSION_ENGINE", _fusion_engine),

@@ -3,9 +3,9 @@ written as arithmetic that LLVM vectorizes: a call of the C library's ``expf`` i
 keeps the loop scalar, about five times slower than NumPy's own SIMD loops.
 
 ``exp`` is within 1 ulp of the correctly rounded result, ``tanh`` and ``logistic`` within 2
-(NumPy's float32 ``exp`` is within 2, its ``tanh`` within 1);
-NaN, the infinities, signed zeros, overflow to inf and underflow through the subnormals
-come out as NumPy's. ``exp`` is Cephes' ``expf``: ``x = n ln2 + r`` with ``|r| <= ln2/2``,
+(NumPy's float32 ``exp`` is within 2, its ``tanh`` within 1); NaN, the infinities, signed
+zeros, overflow to inf and underflow through the subnormals come out as NumPy's. ``exp`` is
+Cephes' ``expf``: ``x = n ln2 + r`` with ``|r| <= ln2/2``,
 ``e^r`` by a degree-7 polynomial, and the scale ``2^n`` applied as two float32 powers of two
 so that a subnormal result is rounded once. The functions need numba; importing this
 module imports it.
