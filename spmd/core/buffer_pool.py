@@ -48,8 +48,7 @@ class BufferPool:
         with self._lock:
             block = self._take(nbytes)
             if block is None:
-                self._let_go(kept - nbytes)
-                if self.held_bytes + nbytes > kept:
+                if self._let_go(kept - nbytes) + nbytes > kept:
                     return np.empty(shape, dtype)
                 block = np.empty(nbytes, np.uint8)
                 self._blocks[id(block)] = block
@@ -64,13 +63,15 @@ class BufferPool:
         fits = (self._blocks[k] for k in self._free() if self._blocks[k].nbytes == nbytes)
         return next(fits, None)
 
-    def _let_go(self, room: int) -> None:
-        """Drop free blocks, oldest first, until all the blocks fit in ``room`` bytes."""
+    def _let_go(self, room: int) -> int:
+        """Drop free blocks, oldest first, until all the blocks fit in ``room`` bytes; the
+        bytes of the blocks left."""
         held = self.held_bytes
         for key in self._free():
             if held <= room:
                 break
             held -= self._blocks.pop(key).nbytes
+        return held
 
     def owns(self, block: object) -> bool:
         """Whether ``block`` (an array's base) is one of the pool's blocks: only the pool

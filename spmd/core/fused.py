@@ -28,10 +28,10 @@ import numpy as np
 
 from spmd.config import config
 from spmd.core.buffer_pool import POOL
-from spmd.core.fused_code import IMPL_WITH_OUT, REDUCTIONS, KernelCode, Member
+from spmd.core.fused_code import IMPL_WITH_OUT, REDUCTIONS, KernelCode, Member, loop_dtypes
 from spmd.core.fused_compiled import COMPILE_ELEMENTS, compiled_code
 from spmd.core.primitive import Primitive, Rules
-from spmd.core.program import Equation, Literal, Var
+from spmd.core.program import Equation, Var
 
 CHUNK_BYTES = 1 << 18  # per value of a chunk: the values of one chunk stay in L2
 
@@ -45,7 +45,7 @@ def fusible(primitive, params: dict, inputs: Sequence, output: Var) -> bool:
         return False
     ufunc = primitive.rules.ufunc
     if ufunc is not None:
-        return not params and ufunc.nout == 1 and _loop_dtype(ufunc, inputs) == output.aval.dtype
+        return not params and ufunc.nout == 1 and _result_dtype(ufunc, inputs) == output.aval.dtype
     if primitive.name in IMPL_WITH_OUT:
         return not params
     if primitive.name == "where":
@@ -78,24 +78,9 @@ def final_reduction(primitive, params: dict, inputs: Sequence, output: Var) -> b
     return bool(axes) and axes[0] >= 1 and axes == tuple(range(axes[0], ndim))
 
 
-def _loop_dtype(ufunc: np.ufunc, inputs: Sequence) -> np.dtype | None:
-    """The result dtype of ``ufunc``'s loop for ``inputs`` as the executor passes them:
-    Python scalars weakly typed, NumPy values by their dtype."""
-    operands = []
-    for atom in inputs:
-        value = atom.value if isinstance(atom, Literal) else None
-        if type(value) in (int, float, complex):
-            operands.append(type(value))
-        elif isinstance(atom, Literal):
-            operands.append(np.asarray(value).dtype)
-        elif atom.aval.weak_type and atom.aval.dtype.kind in "iufc":
-            operands.append({"i": int, "u": int, "f": float, "c": complex}[atom.aval.dtype.kind])
-        else:
-            operands.append(atom.aval.dtype)
-    try:
-        return ufunc.resolve_dtypes((*operands, None))[-1]
-    except (TypeError, ValueError):
-        return None
+def _result_dtype(ufunc: np.ufunc, inputs: Sequence) -> np.dtype | None:
+    dtypes = loop_dtypes(ufunc, inputs)
+    return None if dtypes is None else dtypes[-1]
 
 
 class _Same:

@@ -25,6 +25,26 @@ REDUCTIONS = frozenset({"reduce_sum", "reduce_prod", "reduce_max", "reduce_min",
 _UNSIGNED = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 
 
+def loop_dtypes(ufunc: np.ufunc, inputs: Sequence) -> tuple[np.dtype, ...] | None:
+    """The dtypes of ``ufunc``'s loop for ``inputs`` as the executor passes them (Python
+    scalars weakly typed, NumPy values by their dtype): the operands', then the result's."""
+    operands = []
+    for atom in inputs:
+        value = atom.value if isinstance(atom, Literal) else None
+        if type(value) in (int, float, complex):
+            operands.append(type(value))
+        elif isinstance(atom, Literal):
+            operands.append(np.asarray(value).dtype)
+        elif atom.aval.weak_type and atom.aval.dtype.kind in "iufc":
+            operands.append({"i": int, "u": int, "f": float, "c": complex}[atom.aval.dtype.kind])
+        else:
+            operands.append(atom.aval.dtype)
+    try:
+        return tuple(map(np.dtype, ufunc.resolve_dtypes((*operands, None))))
+    except (TypeError, ValueError):
+        return None
+
+
 @dataclass(frozen=True, eq=False)
 class Member:
     """One equation of a kernel: ``output = primitive(*inputs, **params)``."""

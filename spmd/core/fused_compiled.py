@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from spmd.core.buffer_pool import POOL
-from spmd.core.fused_code import Member
+from spmd.core.fused_code import Member, loop_dtypes
 from spmd.core.program import Literal, Var
 
 COMPILE_ELEMENTS = 1 << 18  # a kernel's result size from which compiling pays for itself
@@ -162,20 +162,10 @@ def _loop_dtypes(member: Member) -> tuple:
         if member.primitive.name in ("logistic", "convert_element_type"):
             return (member.inputs[0].aval.dtype if isinstance(member.inputs[0], Var) else output,)
         raise Unsupported(member.primitive.name)
-    operands = [_operand_type(atom) for atom in member.inputs]
-    try:
-        return tuple(map(np.dtype, ufunc.resolve_dtypes((*operands, None))[:-1]))
-    except (TypeError, ValueError):
-        raise Unsupported(ufunc) from None
-
-
-def _operand_type(atom):
-    """As NumPy's loop selection sees the operand: a Python scalar by its type (weak)."""
-    if not isinstance(atom, Literal):
-        return atom.aval.dtype
-    return (
-        type(atom.value) if type(atom.value) in (bool, int, float) else np.asarray(atom.value).dtype
-    )
+    dtypes = loop_dtypes(ufunc, member.inputs)
+    if dtypes is None:
+        raise Unsupported(ufunc)
+    return dtypes[:-1]
 
 
 def _expression(member: Member, args: list, dtypes: tuple) -> str:
