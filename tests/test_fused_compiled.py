@@ -93,6 +93,49 @@ def test_float32_transcendental_chains_near_numpy(data):
         np.testing.assert_allclose(g, w, rtol=1024 * eps, atol=1024 * eps * scale)
 
 
+@EXAMPLES
+@given(st.data())
+def test_kernels_in_stages_give_the_one_pass_loops_bytes(data):
+    """A kernel with several float32 functions runs in passes over chunks of a few
+    elements (the last one short), with rows and single elements among its operands; each
+    element is computed by the same operations as in one pass."""
+    _, _, steps = data.draw(chains(SMOOTH_OPS, [np.float32]))
+    shape = data.draw(st.sampled_from([(7, 11), (3, 4, 5), (29,)]))
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**16)))
+    x = rng.uniform(-3, 3, size=shape).astype(np.float32)
+    y = rng.uniform(-3, 3, size=_broadcast_shape(data.draw, shape)).astype(np.float32)
+    run = spmd.jit(lambda v, w: _run(snp, steps, v, w))
+    results = {}
+    for elements in (3, 1 << 20):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(fused_compiled, "STAGE_ELEMENTS", elements)
+            patch.setattr(fused_compiled, "_warn", _fail)  # every kernel compiles
+            results[elements] = run(x, y)
+    for staged, one_pass in zip(results[3], results[1 << 20], strict=True):
+        _same(staged, np.asarray(one_pass))
+
+
+def _fail(reason: str) -> None:
+    raise AssertionError(reason)
+
+
+def test_each_float32_function_but_the_last_ends_a_stage():
+    x = np.random.default_rng(2).uniform(-3, 3, (5, 13)).astype(np.float32)
+    sources = []
+    compile_source = fused_compiled._compile
+
+    def compile_kernel(source, constants):
+        sources.append(source)
+        return compile_source(source, constants)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(fused_compiled, "STAGE_ELEMENTS", 4)
+        patch.setattr(fused_compiled, "_compile", compile_kernel)
+        got = spmd.jit(lambda v: _chain(snp, v) * 2)(x)
+    assert [source.count("def stage") for source in sources] == [2]
+    np.testing.assert_allclose(np.asarray(got), _chain(np, x) * 2, rtol=4e-7, atol=0)
+
+
 def _chain(m, v):
     """benchmarks/auto_parallel.py's ten steps."""
     a = m.where(v > 0, v, v * 0.1)

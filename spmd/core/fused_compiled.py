@@ -17,6 +17,7 @@ NumPy's loop. Compiling takes about a second per kernel, so only results of at l
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import importlib.util
 import threading
@@ -31,6 +32,7 @@ from spmd.core.fused_code import Member, loop_dtypes
 from spmd.core.program import Literal, Var
 
 COMPILE_ELEMENTS = 1 << 18  # a kernel's result size from which compiling pays for itself
+STAGE_ELEMENTS = 2048  # elements per stage pass: their kept values stay in the L1 cache
 _DTYPES = frozenset(map(np.dtype, (np.float32, np.float64, np.bool_)))
 _BINARY = {
     np.add: "{} + {}", np.subtract: "{} - {}", np.multiply: "{} * {}",
@@ -55,6 +57,19 @@ _CASTS = {np.dtype(np.float32): "np.float32({})", np.dtype(np.float64): "np.floa
 def available() -> bool:
     """Whether numba is installed (imported only when a kernel first compiles)."""
     return importlib.util.find_spec("numba") is not None
+
+
+@dataclasses.dataclass(frozen=True)
+class _Line:
+    """One member of the loop body: the name it defines, its statement, the names it reads,
+    and whether it ends a stage (it calls a vector_math function: a long chain of dependent
+    operations, which the core overlaps across elements only when the loop that follows
+    does not depend on it)."""
+
+    name: str
+    text: str
+    reads: tuple[str, ...]
+    ends_stage: bool
 
 
 class Unsupported(Exception):
@@ -83,16 +98,28 @@ class CompiledCode:
         self.inputs, self.outputs = tuple(inputs), tuple(outputs)
         self.constants: dict[str, Any] = {}
         self.names = {var: f"v{k}" for k, var in enumerate(inputs)}
-        self.body = [self._line(index, member) for index, member in enumerate(members)]
+        self.dtypes = {f"v{k}": var.aval.dtype for k, var in enumerate(inputs)}
+        self.stages: list[list[_Line]] = [[]]  # a stage ends after each float32 function
+        for index, member in enumerate(members):
+            self.stages[-1].append(line := self._line(index, member))
+            if line.ends_stage:
+                self.stages.append([])
+        if len(self.stages) > 1:  # the lines after the last function join its stage
+            tail = self.stages.pop()
+            self.stages[-1] += tail
         self._loops: dict[tuple, Any] = {}
 
-    def _line(self, index: int, member: Member) -> str:
+    def _line(self, index: int, member: Member) -> _Line:
         dtypes = _loop_dtypes(member)
         args = [
             self._operand(atom, dtype) for atom, dtype in zip(member.inputs, dtypes, strict=True)
         ]
         self.names[member.output] = name = f"t{index}"
-        return f"{name} = {_expression(member, args, dtypes)}"
+        self.dtypes[name] = member.output.aval.dtype
+        expression = _expression(member, args, dtypes)
+        reads = tuple(arg for arg in args if arg not in self.constants)
+        long = member.primitive.rules.ufunc in _FLOAT32 or member.primitive.name == "logistic"
+        return _Line(name, f"{name} = {expression}", reads, ends_stage=long)
 
     def _operand(self, atom, dtype: np.dtype) -> str:
         if isinstance(atom, Literal):
@@ -103,21 +130,46 @@ class CompiledCode:
             raise Unsupported(atom)  # NumPy's loop would cast it first
         return self.names[atom]
 
-    def source(self, kinds: tuple) -> str:
-        """The loop for operands of ``kinds`` (``full``, ``one`` or ``row`` each)."""
-        ins = [f"I{k}" for k in range(len(kinds))]
-        outs = [f"O{k}" for k in range(len(self.outputs))]
-        lines = [f"def kernel(outer, inner, {', '.join(ins + outs)}):"]
-        lines += [f"    v{k} = I{k}[0]" for k, kind in enumerate(kinds) if kind == "one"]
-        lines += ["    for i in range(outer):", "        base = i * inner"]
-        lines.append("        for j in range(inner):")
-        reads = {"full": "I{k}[base + j]", "row": "I{k}[j]"}
-        lines += [f"            v{k} = {reads[kind].format(k=k)}"
-                  for k, kind in enumerate(kinds) if kind != "one"]  # fmt: skip
-        lines += [f"            {line}" for line in self.body]
-        lines += [f"            O{k}[base + j] = {self.names[var]}"
-                  for k, var in enumerate(self.outputs)]  # fmt: skip
-        return "\n".join(lines)
+    def source(self, kinds: tuple, staged: bool) -> str:
+        """The loop for operands of ``kinds`` (``full``, ``one`` or ``row`` each), over
+        chunks of ``chunk`` elements of each row: a pass per stage over each chunk where
+        ``staged``, with the values a later stage reads kept in chunk-sized arrays between
+        them; else one pass (the caller makes a chunk a whole row)."""
+        stages = self.stages if staged else [[line for stage in self.stages for line in stage]]
+        outputs = [self.names[var] for var in self.outputs]
+        windows = {  # what a stage reads each input from
+            f"v{k}": {"one": f"v{k}", "row": f"I{k}[s:s + m]"}.get(
+                kind, f"I{k}[base + s:base + s + m]"
+            )
+            for k, kind in enumerate(kinds)
+        }
+        read_later: set[str] = set()  # the values later stages read
+        functions, calls = [], []
+        for k in reversed(range(len(stages))):
+            defined = {line.name for line in stages[k]}
+            if k == len(stages) - 1:  # the last stage also gives back inputs that are outputs
+                defined |= {name for name in outputs if name in windows}
+            reads = {name for line in stages[k] for name in line.reads} - defined
+            reads |= {name for name in defined if name in windows}
+            writes = [(f"T{name[1:]}", name) for name in sorted(defined & read_later)]
+            writes += [(f"O{o}", name) for o, name in enumerate(outputs) if name in defined]
+            read_later |= reads
+            functions[:0] = _stage(k, sorted(reads), windows, stages[k], writes)
+            calls[:0] = [f"stage{k}(m, {', '.join(_arguments(sorted(reads), windows, writes))})"]
+        arrays = [f"I{k}" for k in range(len(kinds))] + [f"O{k}" for k in range(len(outputs))]
+        kept = sorted(name for name in read_later if name not in windows)
+        return "\n".join([
+            *functions,
+            "@_njit",
+            f"def kernel(outer, inner, chunk, {', '.join(arrays)}):",
+            *(f"    v{k} = I{k}[0]" for k, kind in enumerate(kinds) if kind == "one"),
+            *(f"    T{name[1:]} = np.empty(chunk, np.{self.dtypes[name].name})" for name in kept),
+            "    for i in range(outer):",
+            "        base = i * inner",
+            "        for s in range(0, inner, chunk):",
+            "            m = min(chunk, inner - s)",
+            *(f"            {call}" for call in calls),
+        ])  # fmt: skip
 
     def __call__(self, operands: Sequence, shape: tuple, out: np.ndarray | None) -> tuple | None:
         """The kernel's results over ``shape``, or None where an operand or ``out`` is laid
@@ -138,18 +190,50 @@ class CompiledCode:
                 results.append(out)
             else:
                 results.append(POOL.empty(shape, var.aval.dtype))
-        if kinds not in self._loops:
-            self._loops[kinds] = _compile(self.source(kinds), tuple(self.constants.items()))
-        loop = self._loops[kinds]
+        staged = len(self.stages) > 1 and inner > STAGE_ELEMENTS
+        key = (kinds, staged)
+        if key not in self._loops:
+            self._loops[key] = _compile(self.source(*key), tuple(self.constants.items()))
+        loop = self._loops[key]
         if loop is None:
             return None
+        outer, chunk = int(np.prod(shape)) // inner, STAGE_ELEMENTS if staged else inner
         try:
-            loop(int(np.prod(shape)) // inner, inner, *flats, *(r.reshape(-1) for r in results))
+            loop(outer, inner, chunk, *flats, *(r.reshape(-1) for r in results))
         except _NUMBA_ERRORS as error:  # raised while compiling, before the loop writes
-            self._loops[kinds] = None
+            self._loops[key] = None
             _warn(f"a fused kernel did not compile ({type(error).__name__})")
             return None
         return tuple(results)
+
+
+def _stage(k: int, reads: list, windows: dict, lines: list, writes: list) -> list[str]:
+    """A stage's loop over ``m`` elements: it loads what it reads (an input's element, or
+    a value an earlier stage kept), computes its lines and stores what it writes."""
+    params, body = [], []
+    for name in reads:
+        if windows.get(name) == name:  # an input of one element, read by the kernel
+            params.append(name)
+        else:
+            params.append(array := f"I{name[1:]}" if name in windows else f"T{name[1:]}")
+            body.append(f"{name} = {array}[j]")
+    body += [line.text for line in lines]
+    body += [f"{array}[j] = {name}" for array, name in writes]
+    params += [array for array, _ in writes]
+    return [
+        "@_njit",
+        f"def stage{k}(m, {', '.join(params)}):",
+        "    for j in range(m):",
+        *(f"        {text}" for text in body),
+    ]
+
+
+def _arguments(reads: list, windows: dict, writes: list) -> list[str]:
+    """What the kernel passes a stage, in the order of its parameters."""
+    arguments = [windows.get(name, f"T{name[1:]}") for name in reads]
+    return arguments + [
+        f"{array}[base + s:base + s + m]" if array.startswith("O") else array for array, _ in writes
+    ]
 
 
 def _loop_dtypes(member: Member) -> tuple:
@@ -234,9 +318,10 @@ def _compile(source: str, constants: tuple):
                 _warn(f"numba does not import ({error})")
                 return None
             _NUMBA_ERRORS = (numba.core.errors.NumbaError,)
-            scope = {"np": np, **vars(vector_math), **dict(constants)}
+            njit = numba.njit(error_model="numpy", nogil=True)
+            scope = {"np": np, "_njit": njit, **vars(vector_math), **dict(constants)}
             exec(compile(source, "<spmd compiled kernel>", "exec"), scope)
-            _COMPILED[key] = numba.njit(error_model="numpy", nogil=True)(scope["kernel"])
+            _COMPILED[key] = scope["kernel"]
     return _COMPILED[key]
 
 
