@@ -140,6 +140,32 @@ def test_large_arrays_copied_on_the_thread_pool_stay_exact(mesh):
     np.testing.assert_array_equal(np.asarray(single), x)
 
 
+@pytest.mark.parametrize(
+    ("spec", "one_buffer"),
+    [(P(("x", "y")), True), (P("x"), True), (P(None, "y"), False), (P("x", "y"), False)],
+)
+def test_blocks_of_split_leading_rows_lie_one_after_another_in_one_buffer(mesh, spec, one_buffer):
+    """Blocks that are runs of the array's memory, together the whole array, are views of
+    one read-only copy, in device order (a contraction then stacks them without copying);
+    other blocks are copies of their own. Uneven blocks included."""
+    data = np.arange(7.0 * 9).reshape(7, 9)
+    x = spmd.device_put(data, NamedSharding(mesh, spec))
+    blocks = [shard._buffer for shard in x.addressable_shards]
+    for shard, block in zip(x.addressable_shards, blocks, strict=True):
+        np.testing.assert_array_equal(block, data[shard.index])
+        assert not block.flags.writeable
+    if one_buffer:
+        whole = blocks[0].base
+        assert whole is not data and all(block.base is whole for block in blocks)
+        assert whole.size == data.size
+        with pytest.raises(ValueError):  # a view of a read-only array stays read-only
+            blocks[1].flags.writeable = True
+    else:
+        assert all(block.base is None for block in blocks)
+    data[:] = -1  # the source stays the caller's
+    assert np.asarray(x)[0, 1] == 1.0
+
+
 def test_gathered_values_cannot_be_made_writeable(mesh):
     for spec in (P(), P("x")):
         x = spmd.device_put(np.zeros(8), NamedSharding(mesh, spec))

@@ -147,13 +147,33 @@ def _put_one(x: Any, sharding: Sharding | None, argument: str) -> Array:
         lambda: f"device_put({argument}: {aval_str(value.shape, value.dtype)})",
     )
     holders = local_holders(layout)
-    blocks = parallel_map(
-        lambda block: frozen(value[bounds_to_slices(layout.bounds(block))]), holders, value.nbytes
-    )
+    blocks = _copies(value, [bounds_to_slices(layout.bounds(block)) for block in holders])
     buffers = {}
     for devices, buffer in zip(holders.values(), blocks, strict=True):
         buffers.update((d, on_device(d, buffer)) for d in devices)
     return Array._from_buffers(sharding, buffers, value.shape, value.dtype)
+
+
+def _copies(value: np.ndarray, indices: list[tuple[slice, ...]]) -> list[np.ndarray]:
+    """A read-only copy of each block of ``value``. Where the blocks are runs of its C-order
+    memory that together make it up (a split of the leading axis), they are views of one copy,
+    one after another: a contraction stacks the devices' blocks without copying them."""
+    if sum(value[index].size for index in indices) == value.size and all(
+        _is_run(value.shape, index) for index in indices
+    ):
+        whole = np.empty(value.shape, value.dtype)
+        parallel_map(lambda i: np.copyto(whole[(*i, ...)], value[i]), indices, value.nbytes)
+        whole.flags.writeable = False
+        return [whole[(*index, ...)] for index in indices]
+    return parallel_map(lambda index: frozen(value[index]), indices, value.nbytes)
+
+
+def _is_run(shape: tuple[int, ...], index: tuple[slice, ...]) -> bool:
+    """Whether ``index`` selects consecutive elements of a C-ordered array of ``shape``:
+    single positions along leading axes, then one range, then whole axes."""
+    lengths = [len(range(*part.indices(n))) for part, n in zip(index, shape, strict=True)]
+    ranged = next((axis for axis, length in enumerate(lengths) if length != 1), len(lengths))
+    return lengths[ranged + 1 :] == list(shape[ranged + 1 :])
 
 
 def host_value(x: Any, argument: str) -> np.ndarray:

@@ -204,8 +204,8 @@ def _contracted(step: Compute, values: list, k: int, env: dict, positions, stack
     per_call = per_core_slices(len(blocks))[0].stop
     # A device's own call packs the shared operand again; stacking copies the blocks (cold
     # in cache: counted twice).
-    alone = (per_call - 1) * other.size <= 2 * per_call * blocks[0].size
-    alone = alone and not (axis == 0 and consecutive(blocks))
+    one_buffer = axis == 0 and consecutive(blocks)
+    alone = (per_call - 1) * other.size <= 2 * per_call * blocks[0].size and not one_buffer
 
     def product(devices: slice, on_caller: bool) -> Any:
         pair = [other, other]
@@ -216,7 +216,7 @@ def _contracted(step: Compute, values: list, k: int, env: dict, positions, stack
         return einsum(pair, stacked)
 
     nbytes = sum(b.nbytes for b in blocks) + other.nbytes
-    pieces = by_cores(product, len(blocks), nbytes, one_each=alone)
+    pieces = by_cores(product, len(blocks), nbytes, one_each=alone, one_call=one_buffer)
     env[step.outputs[0]] = dict(zip(positions, (b for p in pieces for b in p), strict=True))
     return True
 

@@ -163,22 +163,28 @@ def per_core_slices(devices: int) -> list[slice]:
 
 
 def by_cores(
-    product: Callable[[slice, bool], Any], devices: int, nbytes: int, one_each: bool = False
+    product: Callable[[slice, bool], Any],
+    devices: int,
+    nbytes: int,
+    one_each: bool = False,
+    one_call: bool = False,
 ) -> list:
     """``product(devices, on_caller)`` over slices of ``range(devices)`` that together cover
     it in order (``on_caller``: it runs on the calling thread, not in a pool task, so it may
     use the pool itself). Small work (below the pool's threshold) or one core: one call,
-    inline. Where contractions run one at a time (spmd/runtime/cores.py): one call on every
-    core. Else side by side on the pool, each call on one BLAS thread: one slice per core
-    (a few large calls, and no BLAS threads waiting on each other on a busy machine), or
-    with ``one_each`` one device per slice, taken by whichever core is free."""
+    inline. With ``one_call`` (the devices' operands are one buffer already), or where
+    contractions run one at a time (spmd/runtime/cores.py): one call on every core, which
+    BLAS shares out better than it can be sliced. Else side by side on the pool, each call
+    on one BLAS thread: one slice per core (a few large calls, and no BLAS threads waiting
+    on each other on a busy machine), or with ``one_each`` one device per slice, taken by
+    whichever core is free."""
     cores = core_count()
     if cores == 1:
         return [product(slice(None), True)]
     if nbytes < INLINE_BYTES:  # too small to share out: one thread, none left spinning
         with blas_threads(1):
             return [product(slice(None), True)]
-    if contractions_one_at_a_time(devices):
+    if one_call or contractions_one_at_a_time(devices):
         with blas_threads(cores):
             return [product(slice(None), True)]
     slices = [slice(i, i + 1) for i in range(devices)] if one_each else per_core_slices(devices)
