@@ -12,7 +12,7 @@ import sys
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 pytest.importorskip("numba")
@@ -93,7 +93,7 @@ def test_float32_transcendental_chains_near_numpy(data):
         np.testing.assert_allclose(g, w, rtol=1024 * eps, atol=1024 * eps * scale)
 
 
-@EXAMPLES
+@settings(max_examples=max(EXAMPLES.max_examples // 4, 1))  # two compiles per example
 @given(st.data())
 def test_kernels_in_stages_give_the_one_pass_loops_bytes(data):
     """A kernel with several float32 functions runs in passes over chunks of a few
