@@ -13,6 +13,12 @@ the exact result, as NumPy's are. Any other member, a final reduction, a weakly
 typed operand or a broadcast other than of a scalar or of trailing rows keeps the kernel on
 NumPy's loop. Compiling takes about a second per kernel, so only results of at least
 ``COMPILE_ELEMENTS`` elements use it.
+
+Each float32 function is a long chain of dependent operations. A loop through several of
+them, one after another, keeps the core waiting on each chain, so such a kernel runs in
+stages: each function but the last ends one, and the stages take turns over chunks of
+``STAGE_ELEMENTS`` elements, keeping what a later stage reads in a chunk-sized array
+(the 10-step chain of benchmarks/auto_parallel.py: 2.6 ms per block in one pass, 2.0 in two).
 """
 
 from __future__ import annotations
@@ -146,13 +152,17 @@ class CompiledCode:
         read_later: set[str] = set()  # the values later stages read
         functions, calls = [], []
         for k in reversed(range(len(stages))):
+            last = k == len(stages) - 1
             defined = {line.name for line in stages[k]}
-            if k == len(stages) - 1:  # the last stage also gives back inputs that are outputs
-                defined |= {name for name in outputs if name in windows}
+            given = [  # the outputs it writes (the last one also those that are inputs)
+                (o, name)
+                for o, name in enumerate(outputs)
+                if name in defined or (last and name in windows)
+            ]
             reads = {name for line in stages[k] for name in line.reads} - defined
-            reads |= {name for name in defined if name in windows}
+            reads |= {name for _, name in given if name in windows}
             writes = [(f"T{name[1:]}", name) for name in sorted(defined & read_later)]
-            writes += [(f"O{o}", name) for o, name in enumerate(outputs) if name in defined]
+            writes += [(f"O{o}", name) for o, name in given]
             read_later |= reads
             functions[:0] = _stage(k, sorted(reads), windows, stages[k], writes)
             calls[:0] = [f"stage{k}(m, {', '.join(_arguments(sorted(reads), windows, writes))})"]
