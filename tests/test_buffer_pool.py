@@ -129,3 +129,29 @@ def test_jit_results_kept_across_calls_stay_intact(engine):
     for s, result in enumerate(kept):
         np.testing.assert_allclose(np.asarray(result), np.tanh(x * s) + s, rtol=1e-6, atol=1e-6)
         assert all(POOL.owns(np.asarray(shard.data).base) for shard in result.addressable_shards)
+
+
+@pytest.mark.parametrize("spec", [P("x", None), P(None, "x")])
+def test_products_kept_across_calls_stay_intact(spec):
+    """A contraction's product is a pool block (jit hands out views of it, not copies); the
+    products a caller keeps are never written by later calls. Split rows: one product for
+    all devices; split contracted columns: one sum, handed out by the reduction."""
+    mesh = spmd.make_mesh((8,), ("x",))
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((1024, 512)).astype(np.float32)
+    w = rng.standard_normal((512, 1024)).astype(np.float32)
+    xs = spmd.device_put(x, NamedSharding(mesh, spec))
+    w_spec = P() if spec == P("x", None) else P("x", None)  # whole, or split as x's columns
+
+    def weights(scale):
+        return spmd.device_put(w * np.float32(scale), NamedSharding(mesh, w_spec))
+
+    f = spmd.jit(lambda v, u: v @ u)
+    kept = [f(xs, weights(s)) for s in (1, 2)]
+    for _ in range(3):
+        f(xs, weights(-5)).block_until_ready()  # products dropped at once
+    for s, result in zip((1, 2), kept, strict=True):
+        want = x.astype(np.float64) @ (w.astype(np.float64) * s)
+        np.testing.assert_allclose(np.asarray(result), want, rtol=1e-4, atol=1e-3 * s)
+    if spec == P("x", None):
+        assert all(POOL.owns(np.asarray(shard.data).base) for shard in kept[0].addressable_shards)

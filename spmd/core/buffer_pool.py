@@ -1,4 +1,5 @@
-"""Large result buffers taken again once nothing holds them (fused kernels' results).
+"""Large result buffers taken again once nothing holds them (fused kernels' results and
+contractions' products on NumPy).
 
 A fresh large NumPy array is memory the C allocator maps anew, and the kernel faults in
 and zeroes every page of it before writing a byte: a third of an elementwise kernel's time,
@@ -76,7 +77,7 @@ class BufferPool:
     def owns(self, block: object) -> bool:
         """Whether ``block`` (an array's base) is one of the pool's blocks: only the pool
         writes to it, once no array refers to it."""
-        return self._blocks.get(id(block)) is block
+        return block is not None and self._blocks.get(id(block)) is block
 
     @property
     def held_bytes(self) -> int:

@@ -18,6 +18,7 @@ import numpy as np
 
 from spmd.core.ad import UndefinedPrimal
 from spmd.core.aval import ShapedArray
+from spmd.core.buffer_pool import POOL
 from spmd.core.primitive import Primitive, Rules
 from spmd.core.trace import aval_of
 from spmd.errors import ShapeError, SpmdTypeError, aval_str
@@ -89,6 +90,7 @@ class _Plan:
     order_y: tuple[int, ...] | None
     grouped_x: tuple[int, ...] | None
     grouped_y: tuple[int, ...] | None
+    matmul: tuple[int, ...]
     product: tuple[int, ...] | None
     order_out: tuple[int, ...] | None
 
@@ -132,6 +134,7 @@ def _plan(subscripts: str, shape_x: tuple[int, ...], shape_y: tuple[int, ...]) -
         order_y=order(ky, [batch, contracted, free_y]),
         grouped_x=grouped([batch, free_x, contracted]),
         grouped_y=grouped([batch, contracted, free_y]),
+        matmul=matmul_shape([batch, free_x, free_y]),
         product=None if matmul_shape([batch, free_x, free_y]) == product else product,
         order_out=None if out_order == tuple(range(len(out_order))) else out_order,
     )
@@ -166,7 +169,10 @@ def _einsum_impl(xp, *arrays, subscripts: str):
         x = xp.reshape(x, plan.grouped_x)
     if plan.grouped_y is not None:
         y = xp.reshape(y, plan.grouped_y)
-    product = np.matmul(x, y) if numpy else namespace.matmul(xp, x, y)
+    if numpy:  # a large product in a pool block: no fresh pages to fault in
+        product = np.matmul(x, y, out=POOL.empty(plan.matmul, dtype))
+    else:
+        product = namespace.matmul(xp, x, y)
     if plan.product is not None:
         product = xp.reshape(product, plan.product)
     return product if plan.order_out is None else transpose(product, plan.order_out)
