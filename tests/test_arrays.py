@@ -148,6 +148,8 @@ def test_blocks_of_split_leading_rows_lie_one_after_another_in_one_buffer(mesh, 
     """Blocks that are runs of the array's memory, together the whole array, are views of
     one read-only copy, in device order (a contraction then stacks them without copying);
     other blocks are copies of their own. Uneven blocks included."""
+    if mesh.devices.flat[0].backend != "numpy":
+        pytest.skip("another library's buffers are its own copies (runtime/buffers.py)")
     data = np.arange(7.0 * 9).reshape(7, 9)
     x = spmd.device_put(data, NamedSharding(mesh, spec))
     blocks = [shard._buffer for shard in x.addressable_shards]
