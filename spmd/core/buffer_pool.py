@@ -26,8 +26,13 @@ from spmd.config import config
 MIN_BYTES = 1 << 20
 
 
-def _refcounts(blocks: OrderedDict) -> dict[int, int]:
-    return {key: sys.getrefcount(block) for key, block in blocks.items()}
+def _refcounts(blocks: OrderedDict, nbytes: int | None = None) -> dict[int, int]:
+    """Each block's reference count (only those of ``nbytes`` bytes, if given)."""
+    return {
+        key: sys.getrefcount(block)
+        for key, block in blocks.items()
+        if nbytes is None or block.nbytes == nbytes
+    }
 
 
 # A free block's count, measured as the pool measures (it differs across Python versions)
@@ -56,13 +61,14 @@ class BufferPool:
             self._blocks.move_to_end(id(block))
             return block.view(dtype).reshape(shape)
 
-    def _free(self) -> list[int]:
-        """The keys of the blocks nothing but the pool refers to, oldest first."""
-        return [key for key, count in _refcounts(self._blocks).items() if count == _FREE]
+    def _free(self, nbytes: int | None = None) -> list[int]:
+        """The keys of the blocks (of ``nbytes`` bytes, if given) nothing but the pool
+        refers to, oldest first."""
+        counts = _refcounts(self._blocks, nbytes)
+        return [key for key, count in counts.items() if count == _FREE]
 
     def _take(self, nbytes: int) -> np.ndarray | None:
-        fits = (self._blocks[k] for k in self._free() if self._blocks[k].nbytes == nbytes)
-        return next(fits, None)
+        return next((self._blocks[key] for key in self._free(nbytes)), None)
 
     def _let_go(self, room: int) -> int:
         """Drop free blocks, oldest first, until all the blocks fit in ``room`` bytes; the
