@@ -15,6 +15,7 @@ memory that nothing else uses.
 
 from __future__ import annotations
 
+import math
 import sys
 import threading
 from collections import OrderedDict
@@ -47,9 +48,11 @@ class BufferPool:
     def empty(self, shape: tuple, dtype: np.dtype) -> np.ndarray:
         """An uninitialized C-contiguous array, of a free block where one fits exactly."""
         dtype = np.dtype(dtype)
-        nbytes = int(np.prod(shape)) * dtype.itemsize
+        nbytes = math.prod(shape) * dtype.itemsize
+        if nbytes < MIN_BYTES:  # every small contraction asks: the short way out first
+            return np.empty(shape, dtype)
         kept = config.kept_memory
-        if nbytes < MIN_BYTES or nbytes > kept:
+        if nbytes > kept:
             return np.empty(shape, dtype)
         with self._lock:
             block = self._take(nbytes)

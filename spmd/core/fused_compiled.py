@@ -26,6 +26,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import importlib.util
+import math
 import threading
 import warnings
 from collections.abc import Sequence
@@ -207,7 +208,7 @@ class CompiledCode:
         loop = self._loops[key]
         if loop is None:
             return None
-        outer, chunk = int(np.prod(shape)) // inner, STAGE_ELEMENTS if staged else inner
+        outer, chunk = math.prod(shape) // inner, STAGE_ELEMENTS if staged else inner
         try:
             loop(outer, inner, chunk, *flats, *(r.reshape(-1) for r in results))
         except _NUMBA_ERRORS as error:  # raised while compiling, before the loop writes
@@ -304,7 +305,7 @@ def _layout(operands: Sequence, inputs: Sequence[Var], shape: tuple):
         flats.append(array.reshape(-1))
     if len(trailing) > 1:
         return None
-    inner = int(np.prod(shape[len(shape) - trailing.pop() :])) if trailing else int(np.prod(shape))
+    inner = math.prod(shape[len(shape) - trailing.pop() :]) if trailing else math.prod(shape)
     return tuple(kinds), flats, max(inner, 1)
 
 

@@ -127,6 +127,7 @@ def _plan(subscripts: str, shape_x: tuple[int, ...], shape_y: tuple[int, ...]) -
     labels = batch + free_x + free_y
     out_order = tuple(labels.index(c) for c in output)
     product = tuple(size[c] for c in labels)
+    matmul = matmul_shape([batch, free_x, free_y])
     return _Plan(
         reduce_x=None if kx == lx else f"{lx}->{kx}",
         reduce_y=None if ky == ly else f"{ly}->{ky}",
@@ -134,8 +135,8 @@ def _plan(subscripts: str, shape_x: tuple[int, ...], shape_y: tuple[int, ...]) -
         order_y=order(ky, [batch, contracted, free_y]),
         grouped_x=grouped([batch, free_x, contracted]),
         grouped_y=grouped([batch, contracted, free_y]),
-        matmul=matmul_shape([batch, free_x, free_y]),
-        product=None if matmul_shape([batch, free_x, free_y]) == product else product,
+        matmul=matmul,
+        product=None if matmul == product else product,
         order_out=None if out_order == tuple(range(len(out_order))) else out_order,
     )
 
